@@ -1,0 +1,768 @@
+"""The bot's database: action requests, their state machine, and the audit trail.
+
+An ``ActionRequest`` is one proposal to act on one finding (stop a notebook, scale a StatefulSet to
+zero, deactivate a Workload), from the moment it is posted to Slack until it is restored, expires or
+is superseded. Every change to a request is one atomic ``UPDATE ... WHERE id = :id AND state IN
+(...)`` that writes its ``AuditEvent`` in the same transaction, so a double click, a stale click or
+two replicas handling the same click change the request once (see DESIGN.md, "Approval is opt-in
+and bound").
+
+States::
+
+    proposed --approve--> approved --applied--> done --restore--> restoring --> restored
+        |                    |                                        |
+        |                    +--apply failed--> failed                +--restore failed--> done
+        +--deny--> denied ----+
+        +--snooze--> snoozed -+-- (until passes) --> expired / superseded
+        +--exempt--> exempt --+
+        +--ttl passes--> expired
+        +--finding changed or gone--> superseded
+
+``OPEN_STATES`` hold the key: a key (the finding's stable key) has at most one request in an open
+state, enforced by a partial unique index so that two replicas racing to propose the same finding
+cannot both succeed. ``TERMINAL_STATES`` release it.
+
+Works on SQLite (a file, or in memory for demos) and PostgreSQL. All datetimes are timezone-aware
+UTC going in and coming out; the store never reads the clock, every method that writes takes ``now``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import threading
+from datetime import datetime, timedelta, timezone
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.pool import StaticPool
+from sqlmodel import Field, Session, SQLModel, col, select
+
+from actions.model import ActionVerb, ObjectRef, to_jsonable
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+# Named after the bot rather than alembic's default so the bot can share a database with other
+# alembic-managed applications without both fighting over one version table.
+VERSION_TABLE = "gpu_cost_bot_alembic_version"
+
+# Any fixed 64-bit number works, as long as every replica uses the same one and nothing else in
+# the database uses it: it is "gpucost" in ASCII.
+MIGRATION_LOCK_ID = 0x67707563_6F7374
+
+
+class RequestState(StrEnum):
+    """States of an ``ActionRequest``. Members compare equal to their string values."""
+
+    PROPOSED = "proposed"  # posted, waiting for a decision
+    APPROVED = "approved"  # approval recorded; the executor is acting
+    DONE = "done"  # the action was applied; Restore is offered
+    RESTORING = "restoring"  # restore recorded; the executor is undoing
+    RESTORED = "restored"
+    SNOOZED = "snoozed"  # not now; ``until`` says when to look again
+    EXEMPT = "exempt"  # not this one; ``until`` says when the exemption ends
+    DENIED = "denied"  # no; ``until`` ends the cooldown before it may be proposed again
+    EXPIRED = "expired"
+    SUPERSEDED = "superseded"
+    FAILED = "failed"  # the action could not be applied
+
+
+STATES: frozenset[str] = frozenset(RequestState)
+OPEN_STATES: frozenset[str] = frozenset(
+    {
+        RequestState.PROPOSED,
+        RequestState.APPROVED,
+        RequestState.DONE,
+        RequestState.RESTORING,
+        RequestState.SNOOZED,
+        RequestState.EXEMPT,
+        RequestState.DENIED,
+    }
+)
+TERMINAL_STATES: frozenset[str] = STATES - OPEN_STATES
+WAKEABLE_STATES: frozenset[str] = frozenset(
+    {RequestState.SNOOZED, RequestState.EXEMPT, RequestState.DENIED}
+)
+
+# Sorted so the SQL text (and so the migration) is the same on every run.
+_OPEN_STATES_SQL = ", ".join(f"'{s}'" for s in sorted(OPEN_STATES))
+_ALL_STATES_SQL = ", ".join(f"'{s}'" for s in sorted(STATES))
+OPEN_KEY_WHERE = f"state IN ({_OPEN_STATES_SQL})"
+STATE_CHECK = f"state IN ({_ALL_STATES_SQL})"
+
+SYSTEM_ACTOR = "system"
+
+
+class StoreError(Exception):
+    """Base of the store's own errors."""
+
+
+class DuplicateOpenRequest(StoreError):
+    """The key already has a request in an open state. ``key`` and ``existing`` (its id, or None
+    when it closed again before it could be read) say which."""
+
+    def __init__(self, key: str, existing: int | None) -> None:
+        super().__init__(f"key {key!r} already has an open action request (id {existing})")
+        self.key = key
+        self.existing = existing
+
+
+# --- types -----------------------------------------------------------------------------------------
+
+
+class UTCDateTime(sa.types.TypeDecorator):
+    """A timezone-aware UTC datetime on every backend.
+
+    PostgreSQL stores ``timestamptz``; SQLite, which has no time zones, stores the UTC wall time.
+    Either way the value read back is aware and in UTC. Binding a naive datetime raises
+    ValueError: a naive time is ambiguous, and guessing would silently shift deadlines.
+    """
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if not isinstance(value, datetime):
+            raise TypeError(f"expected a datetime, got {type(value).__name__}")
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"naive datetime {value!r}: pass a timezone-aware UTC datetime")
+        value = value.astimezone(timezone.utc)
+        # SQLite would write the offset into the text, and "+00:00" strings then sort and compare
+        # differently from values written without one; store one canonical form instead.
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc)
+
+
+def _utc(value: datetime, name: str = "now") -> datetime:
+    if not isinstance(value, datetime):
+        raise TypeError(f"{name} must be a datetime, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"{name} is naive ({value!r}); pass a timezone-aware UTC datetime")
+    return value.astimezone(timezone.utc)
+
+
+# --- tables ----------------------------------------------------------------------------------------
+
+# Explicit constraint names, so that later migrations can refer to them on every backend (SQLite
+# batch migrations need a name to drop or recreate a constraint).
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class StoreModel(SQLModel):
+    """Base of the store's tables, with metadata of their own so that tables defined elsewhere in
+    the process never leak into the migrations or into the migration-drift check."""
+
+    metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class ActionRequest(StoreModel, table=True):
+    """One proposed action on one finding, and where it stands.
+
+    ``key`` is the finding's stable key (``"idle-notebook/ml-research/llm-explore"``); ``kind`` the
+    finding kind; ``verb`` an ``ActionVerb`` value, or ``""`` when the finding is report-only (then
+    the ``target_*`` columns are empty too). ``usd_per_hour`` is USD per hour for all ``gpus``.
+    ``finding_json`` is the finding as JSON (``model.to_jsonable``); ``undo_json`` what the executor
+    recorded to undo the action. ``until`` ends a snooze, an exemption or a denial's cooldown.
+    ``version`` starts at 1 and is bumped by every change. Datetimes are aware UTC.
+    """
+
+    __tablename__ = "action_request"
+    __table_args__ = (
+        sa.Index(
+            "uq_action_request_open_key",
+            "key",
+            unique=True,
+            sqlite_where=sa.text(OPEN_KEY_WHERE),
+            postgresql_where=sa.text(OPEN_KEY_WHERE),
+        ),
+        sa.CheckConstraint(STATE_CHECK, name="state"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    key: str = Field(sa_type=sa.String, index=True)
+    team: str = Field(sa_type=sa.String, index=True)
+    kind: str = Field(sa_type=sa.String)
+    namespace: str = Field(sa_type=sa.String)
+    name: str = Field(sa_type=sa.String)
+    verb: str = Field(sa_type=sa.String)
+    target_api_version: str = Field(sa_type=sa.String)
+    target_kind: str = Field(sa_type=sa.String)
+    target_name: str = Field(sa_type=sa.String)
+    state: str = Field(sa_type=sa.String, index=True)
+    finding_json: str = Field(sa_type=sa.Text)
+    usd_per_hour: float = Field(sa_type=sa.Float)
+    gpus: int = Field(sa_type=sa.Integer)
+    dry_run: bool = Field(sa_type=sa.Boolean)
+    channel: str | None = Field(default=None, sa_type=sa.String, nullable=True)
+    message_ts: str | None = Field(default=None, sa_type=sa.String, nullable=True)
+    created_at: datetime = Field(sa_type=UTCDateTime)
+    updated_at: datetime = Field(sa_type=UTCDateTime)
+    expires_at: datetime = Field(sa_type=UTCDateTime)
+    until: datetime | None = Field(default=None, sa_type=UTCDateTime, nullable=True)
+    decided_by: str | None = Field(default=None, sa_type=sa.String, nullable=True)
+    decided_at: datetime | None = Field(default=None, sa_type=UTCDateTime, nullable=True)
+    undo_json: str | None = Field(default=None, sa_type=sa.Text, nullable=True)
+    note: str | None = Field(default=None, sa_type=sa.Text, nullable=True)
+    version: int = Field(default=1, sa_type=sa.Integer)
+
+    @property
+    def is_open(self) -> bool:
+        """True while the request holds its key (``state in OPEN_STATES``)."""
+        return self.state in OPEN_STATES
+
+    def finding(self) -> dict[str, Any]:
+        """``finding_json`` parsed. Raises json.JSONDecodeError if the stored text is not JSON."""
+        return json.loads(self.finding_json)
+
+    def undo(self) -> dict[str, Any] | None:
+        """``undo_json`` parsed, or None when nothing was recorded."""
+        return None if self.undo_json is None else json.loads(self.undo_json)
+
+
+class AuditEvent(StoreModel, table=True):
+    """One thing that happened, who did it and when.
+
+    ``request_id`` is None for events not tied to a request (e.g. an unauthorised click on a
+    request id that does not exist). ``actor`` is a Slack user id or ``"system"``; ``event`` a short
+    verb such as ``proposed``, ``approved``, ``approve-rejected``, ``applied``, ``restored``;
+    ``detail_json`` a JSON object. ``at`` is aware UTC.
+    """
+
+    __tablename__ = "audit_event"
+
+    id: int | None = Field(default=None, primary_key=True)
+    request_id: int | None = Field(
+        default=None, foreign_key="action_request.id", index=True, nullable=True
+    )
+    at: datetime = Field(sa_type=UTCDateTime, index=True)
+    actor: str = Field(sa_type=sa.String)
+    event: str = Field(sa_type=sa.String)
+    detail_json: str = Field(default="{}", sa_type=sa.Text)
+
+    def detail(self) -> dict[str, Any]:
+        """``detail_json`` parsed."""
+        return json.loads(self.detail_json)
+
+
+metadata = StoreModel.metadata
+
+# Columns a caller may set through transition() and update_fields(); the rest (id, key, state,
+# version, created_at, updated_at, and what identifies the target) belong to the store.
+UPDATABLE_FIELDS: frozenset[str] = frozenset(
+    {
+        "until",
+        "decided_by",
+        "decided_at",
+        "undo_json",
+        "note",
+        "channel",
+        "message_ts",
+        "finding_json",
+        "usd_per_hour",
+        "gpus",
+        "expires_at",
+        "dry_run",
+        "team",
+    }
+)
+_DATETIME_FIELDS = frozenset({"until", "decided_at", "expires_at"})
+_JSON_FIELDS = frozenset({"finding_json", "undo_json"})
+_NON_NULL_FIELDS = frozenset({"finding_json", "usd_per_hour", "gpus", "expires_at", "dry_run", "team"})
+
+
+def _detail_json(detail: Mapping[str, Any] | None) -> str:
+    return json.dumps(to_jsonable(dict(detail or {})), sort_keys=True, separators=(",", ":"))
+
+
+def _check_json(name: str, value: str) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be JSON text, got {type(value).__name__}")
+    try:
+        json.loads(value)
+    except ValueError as e:
+        raise ValueError(f"{name} is not valid JSON: {e}") from None
+
+
+def _clean_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = set(fields) - UPDATABLE_FIELDS
+    if unknown:
+        raise ValueError(
+            f"cannot set {sorted(unknown)}; settable fields are {sorted(UPDATABLE_FIELDS)}"
+        )
+    out: dict[str, Any] = {}
+    for name, value in fields.items():
+        if value is None:
+            if name in _NON_NULL_FIELDS:
+                raise ValueError(f"{name} cannot be None")
+        elif name in _DATETIME_FIELDS:
+            value = _utc(value, name)
+        elif name in _JSON_FIELDS:
+            _check_json(name, value)
+        out[name] = value
+    return out
+
+
+def _states(states: Iterable[str], what: str) -> list[str]:
+    if isinstance(states, str):
+        # A bare string would otherwise be read as its characters.
+        states = [states]
+    out = sorted({str(s) for s in states})
+    if not out:
+        raise ValueError(f"{what} is empty")
+    bad = [s for s in out if s not in STATES]
+    if bad:
+        raise ValueError(f"unknown state(s) {bad} in {what}; states are {sorted(STATES)}")
+    return out
+
+
+# --- the store -------------------------------------------------------------------------------------
+
+
+class Store:
+    """Action requests and audit events in a SQL database.
+
+    ``url`` is a SQLAlchemy URL: ``sqlite:///relative.db``, ``sqlite:////abs/path.db``,
+    ``sqlite://`` (in memory, one connection: demos and single-threaded use only) or
+    ``postgresql://user@host/db`` (psycopg2 when installed; ``postgresql+psycopg://`` for
+    psycopg 3). The store is safe to share between threads.
+
+    Call ``migrate()`` once at start-up before anything else. Methods raise ValueError/TypeError for
+    bad arguments (unknown states or fields, naive datetimes, text that is not JSON) and let
+    ``sqlalchemy.exc.OperationalError`` through when the database cannot be reached.
+    """
+
+    def __init__(self, url: str, *, echo: bool = False) -> None:
+        self.url = make_url(url)
+        self.engine: Engine = _create_engine(self.url, echo=echo)
+        self._migrate_lock = threading.Lock()
+
+    def close(self) -> None:
+        """Close every pooled connection. The store can still be used (it reconnects)."""
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- schema --
+
+    def migrate(self) -> None:
+        """Bring the schema up to the newest migration (``alembic upgrade head``).
+
+        A no-op when already at head. On PostgreSQL concurrent callers (several replicas starting
+        at once) are serialised by an advisory lock taken in the migration environment, so each
+        migration runs once. Raises alembic/SQLAlchemy errors when a migration fails; the failed
+        migration's transaction is rolled back where the backend has transactional DDL.
+        """
+        from alembic import command
+
+        with self._migrate_lock, self.engine.begin() as connection:
+            config = alembic_config(self.url.render_as_string(hide_password=False))
+            # env.py uses this connection rather than building an engine of its own, so the
+            # store's engine settings (SQLite pragmas, pool) apply to migrations too.
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+
+    # -- requests --
+
+    def create_request(
+        self,
+        *,
+        key: str,
+        team: str,
+        kind: str,
+        namespace: str,
+        name: str,
+        verb: ActionVerb | str,
+        target: ObjectRef | Sequence[str] | None,
+        finding_json: str,
+        usd_per_hour: float,
+        gpus: int,
+        dry_run: bool,
+        now: datetime,
+        ttl_seconds: float,
+        actor: str = SYSTEM_ACTOR,
+        detail: Mapping[str, Any] | None = None,
+    ) -> ActionRequest:
+        """Record a new proposal in state ``proposed`` and audit it as ``proposed``.
+
+        ``verb`` is an ``ActionVerb`` (or its value), or ``""`` for a report-only finding;
+        ``target`` the object to act on as an ``ObjectRef`` or ``(api_version, kind, name)``, and
+        None only when ``verb`` is empty. ``usd_per_hour`` is USD per hour; ``ttl_seconds`` (> 0)
+        sets ``expires_at = now + ttl_seconds``. Returns the stored request (``version`` 1).
+
+        Raises DuplicateOpenRequest when ``key`` already has a request in an open state (checked by
+        the database, so it holds across replicas); ValueError for an unknown verb, a missing
+        target, ``ttl_seconds <= 0``, negative ``gpus``/``usd_per_hour`` or non-JSON
+        ``finding_json``.
+        """
+        now = _utc(now)
+        if not key:
+            raise ValueError("key is empty")
+        verb_value = verb.value if isinstance(verb, ActionVerb) else str(verb)
+        if verb_value and verb_value not in {v.value for v in ActionVerb}:
+            raise ValueError(
+                f"unknown verb {verb_value!r}; use one of {[v.value for v in ActionVerb]} or ''"
+            )
+        if isinstance(target, ObjectRef):
+            target_fields = (target.api_version, target.kind, target.name)
+        elif target is None:
+            if verb_value:
+                raise ValueError(f"verb {verb_value!r} needs a target")
+            target_fields = ("", "", "")
+        else:
+            target_fields = tuple(str(t) for t in target)
+            if len(target_fields) != 3:
+                raise ValueError("target must be (api_version, kind, name)")
+        if not ttl_seconds > 0:
+            raise ValueError(f"ttl_seconds must be > 0, got {ttl_seconds}")
+        if gpus < 0 or usd_per_hour < 0:
+            raise ValueError("gpus and usd_per_hour cannot be negative")
+        _check_json("finding_json", finding_json)
+
+        request = ActionRequest(
+            key=key,
+            team=team,
+            kind=kind,
+            namespace=namespace,
+            name=name,
+            verb=verb_value,
+            target_api_version=target_fields[0],
+            target_kind=target_fields[1],
+            target_name=target_fields[2],
+            state=RequestState.PROPOSED.value,
+            finding_json=finding_json,
+            usd_per_hour=float(usd_per_hour),
+            gpus=int(gpus),
+            dry_run=bool(dry_run),
+            created_at=now,
+            updated_at=now,
+            expires_at=now + timedelta(seconds=ttl_seconds),
+            version=1,
+        )
+        try:
+            with self._session() as session, session.begin():
+                session.add(request)
+                session.flush()
+                session.add(
+                    AuditEvent(
+                        request_id=request.id,
+                        at=now,
+                        actor=actor,
+                        event="proposed",
+                        detail_json=_detail_json(detail),
+                    )
+                )
+        except IntegrityError:
+            existing = self.open_for_key(key)
+            if existing is None and not self._has_open_key_index():
+                raise
+            raise DuplicateOpenRequest(key, existing.id if existing else None) from None
+        return request
+
+    def get(self, request_id: int) -> ActionRequest | None:
+        """The request with this id, or None."""
+        with self._session() as session:
+            return session.get(ActionRequest, request_id)
+
+    def open_for_key(self, key: str) -> ActionRequest | None:
+        """The request holding ``key`` (in an open state), or None."""
+        with self._session() as session:
+            return session.exec(
+                select(ActionRequest).where(
+                    ActionRequest.key == key, col(ActionRequest.state).in_(sorted(OPEN_STATES))
+                )
+            ).first()
+
+    def list_requests(
+        self, states: Iterable[str] | None = None, team: str | None = None
+    ) -> list[ActionRequest]:
+        """Requests, oldest first (by ``created_at`` then id), optionally only those in ``states``
+        and/or of ``team``. Raises ValueError for an unknown or empty ``states``."""
+        query = select(ActionRequest)
+        if states is not None:
+            query = query.where(col(ActionRequest.state).in_(_states(states, "states")))
+        if team is not None:
+            query = query.where(ActionRequest.team == team)
+        query = query.order_by(col(ActionRequest.created_at), col(ActionRequest.id))
+        with self._session() as session:
+            return list(session.exec(query).all())
+
+    def transition(
+        self,
+        request_id: int,
+        *,
+        from_states: Iterable[str],
+        to_state: str,
+        now: datetime,
+        actor: str,
+        event: str,
+        detail: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> ActionRequest | None:
+        """Move a request from one of ``from_states`` to ``to_state``, atomically, once.
+
+        One ``UPDATE ... WHERE id = :id AND state IN (:from_states)`` sets ``state``,
+        ``updated_at = now``, ``version + 1`` and ``fields`` (names in ``UPDATABLE_FIELDS``:
+        ``until``, ``decided_by``, ``decided_at``, ``undo_json``, ``note``, ``channel``,
+        ``message_ts``, ``finding_json``, ``usd_per_hour``, ``expires_at``, ...), and the same
+        transaction writes the ``AuditEvent`` (``actor``, ``event``, ``detail``). Of several callers
+        racing from the same state, exactly one gets the updated request; the others get None.
+
+        Returns the updated request, or None (writing nothing) when the request does not exist or
+        is not in ``from_states``. Raises ValueError for unknown states or fields, naive datetimes
+        or non-JSON ``*_json`` values; DuplicateOpenRequest when moving a closed request back to an
+        open state while its key is held by another request.
+        """
+        now = _utc(now)
+        sources = _states(from_states, "from_states")
+        (target,) = _states([to_state], "to_state")
+        values = _clean_fields(fields)
+        values.update(state=target)
+        try:
+            return self._update(
+                request_id,
+                states=sources,
+                values=values,
+                now=now,
+                actor=actor,
+                event=event,
+                detail=detail,
+            )
+        except IntegrityError:
+            if target not in OPEN_STATES:
+                raise
+            current = self.get(request_id)
+            key = current.key if current else "?"
+            holder = self.open_for_key(key) if current else None
+            raise DuplicateOpenRequest(key, holder.id if holder else None) from None
+
+    def update_fields(
+        self,
+        request_id: int,
+        *,
+        now: datetime,
+        actor: str,
+        event: str,
+        detail: Mapping[str, Any] | None = None,
+        in_states: Iterable[str] | None = None,
+        **fields: Any,
+    ) -> ActionRequest | None:
+        """Change fields other than ``state`` (the Slack message's ``channel``/``message_ts``, a
+        refreshed ``finding_json`` and ``usd_per_hour``, ...), bump ``version``, set
+        ``updated_at = now`` and write the audit event, in one transaction.
+
+        With ``in_states`` the update only happens while the request is in one of them (e.g. only
+        refresh a finding that is still ``proposed``). Returns the updated request, or None when it
+        does not exist or is not in ``in_states``. Raises ValueError like ``transition``.
+        """
+        now = _utc(now)
+        states = None if in_states is None else _states(in_states, "in_states")
+        values = _clean_fields(fields)
+        return self._update(
+            request_id, states=states, values=values, now=now, actor=actor, event=event, detail=detail
+        )
+
+    def due_for_expiry(self, now: datetime) -> list[ActionRequest]:
+        """Requests still ``proposed`` whose ``expires_at`` is at or before ``now``, oldest first."""
+        now = _utc(now)
+        query = (
+            select(ActionRequest)
+            .where(
+                ActionRequest.state == RequestState.PROPOSED.value,
+                col(ActionRequest.expires_at) <= now,
+            )
+            .order_by(col(ActionRequest.expires_at), col(ActionRequest.id))
+        )
+        with self._session() as session:
+            return list(session.exec(query).all())
+
+    def due_to_wake(self, now: datetime) -> list[ActionRequest]:
+        """Requests ``snoozed``, ``exempt`` or ``denied`` whose ``until`` is at or before ``now``,
+        soonest first. Requests in those states with no ``until`` never wake."""
+        now = _utc(now)
+        query = (
+            select(ActionRequest)
+            .where(
+                col(ActionRequest.state).in_(sorted(WAKEABLE_STATES)),
+                col(ActionRequest.until).is_not(None),
+                col(ActionRequest.until) <= now,
+            )
+            .order_by(col(ActionRequest.until), col(ActionRequest.id))
+        )
+        with self._session() as session:
+            return list(session.exec(query).all())
+
+    # -- audit --
+
+    def audit(
+        self,
+        request_id: int | None,
+        *,
+        actor: str,
+        event: str,
+        now: datetime,
+        detail: Mapping[str, Any] | None = None,
+    ) -> AuditEvent:
+        """Record an event that changes no request (a rejected click, a failed Slack post).
+
+        ``request_id`` may be None for events not tied to a request. ``detail`` must be
+        JSON-serialisable after ``model.to_jsonable``. Returns the stored event. Raises
+        sqlalchemy.exc.IntegrityError when ``request_id`` names no request (SQLite enforces this
+        because the store turns foreign keys on).
+        """
+        event_row = AuditEvent(
+            request_id=request_id, at=_utc(now), actor=actor, event=event, detail_json=_detail_json(detail)
+        )
+        with self._session() as session, session.begin():
+            session.add(event_row)
+        return event_row
+
+    def events(self, request_id: int) -> list[AuditEvent]:
+        """A request's audit events, in the order they happened (``at``, then id)."""
+        query = (
+            select(AuditEvent)
+            .where(AuditEvent.request_id == request_id)
+            .order_by(col(AuditEvent.at), col(AuditEvent.id))
+        )
+        with self._session() as session:
+            return list(session.exec(query).all())
+
+    def all_events(self) -> list[AuditEvent]:
+        """Every audit event, in the order they happened (``at``, then id)."""
+        query = select(AuditEvent).order_by(col(AuditEvent.at), col(AuditEvent.id))
+        with self._session() as session:
+            return list(session.exec(query).all())
+
+    # -- internals --
+
+    def _session(self) -> Session:
+        # Rows are handed to callers after the session closes; keep their loaded attributes.
+        return Session(self.engine, expire_on_commit=False)
+
+    def _update(
+        self,
+        request_id: int,
+        *,
+        states: list[str] | None,
+        values: dict[str, Any],
+        now: datetime,
+        actor: str,
+        event: str,
+        detail: Mapping[str, Any] | None,
+    ) -> ActionRequest | None:
+        table = ActionRequest.__table__
+        statement = (
+            sa.update(table)
+            .where(table.c.id == request_id)
+            .values(**values, updated_at=now, version=table.c.version + 1)
+        )
+        if states is not None:
+            statement = statement.where(table.c.state.in_(states))
+        with self._session() as session, session.begin():
+            # The row lock taken by this UPDATE (PostgreSQL) or the database write lock (SQLite)
+            # makes a concurrent caller wait, then re-check the state and match nothing.
+            result = session.connection().execute(statement)
+            if result.rowcount != 1:
+                return None
+            session.add(
+                AuditEvent(
+                    request_id=request_id,
+                    at=now,
+                    actor=actor,
+                    event=event,
+                    detail_json=_detail_json(detail),
+                )
+            )
+            return session.exec(
+                select(ActionRequest)
+                .where(ActionRequest.id == request_id)
+                .execution_options(populate_existing=True)
+            ).one()
+
+    def _has_open_key_index(self) -> bool:
+        with self.engine.connect() as connection:
+            indexes = sa.inspect(connection).get_indexes(ActionRequest.__tablename__)
+        return any(ix["name"] == "uq_action_request_open_key" for ix in indexes)
+
+
+def alembic_config(url: str) -> Config:
+    """An alembic ``Config`` for the bot's migrations at ``url``, built in code so it works from an
+    installed package (no ``alembic.ini`` or working directory needed). Useful for
+    ``alembic.command.revision(config, autogenerate=True, ...)`` when writing a new migration."""
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("file_template", "%%(rev)s_%%(slug)s")
+    # ConfigParser interpolation would read a "%" in a URL-encoded password as a reference.
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+def _create_engine(url: sa.URL, *, echo: bool) -> Engine:
+    backend = url.get_backend_name()
+    if backend == "sqlite":
+        in_memory = url.database in (None, "", ":memory:")
+        engine = sa.create_engine(
+            url,
+            echo=echo,
+            # timeout is SQLite's busy timeout (seconds): a writer waits for another writer's lock
+            # instead of failing at once with "database is locked".
+            connect_args={"check_same_thread": False, "timeout": 30},
+            # An in-memory database exists per connection; keep exactly one.
+            poolclass=StaticPool if in_memory else None,
+        )
+
+        @sa.event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            try:
+                cursor.execute("PRAGMA foreign_keys=ON")
+                if not in_memory:
+                    # Readers no longer block the writer (and vice versa), which matters with a
+                    # scheduler thread and Slack handler threads sharing one file.
+                    cursor.execute("PRAGMA journal_mode=WAL")
+                    cursor.execute("PRAGMA synchronous=NORMAL")
+            finally:
+                cursor.close()
+
+        return engine
+    if backend == "postgresql":
+        if url.drivername == "postgresql" and importlib.util.find_spec("psycopg2") is not None:
+            # SQLAlchemy 2.1 reads a bare postgresql:// as psycopg 3, but the driver this project
+            # installs (the "postgres" extra) is psycopg2.
+            url = url.set(drivername="postgresql+psycopg2")
+        return sa.create_engine(
+            url,
+            echo=echo,
+            pool_size=5,
+            max_overflow=5,
+            pool_timeout=30,
+            # Connections dropped by a proxy or a database failover are replaced, not handed out.
+            pool_pre_ping=True,
+            pool_recycle=1800,
+        )
+    return sa.create_engine(url, echo=echo, pool_pre_ping=True)

@@ -1,0 +1,61 @@
+"""The ``/gpu`` slash command: one module per subcommand, dispatched by :func:`dispatch`.
+
+Slack (``bot.app``) and the console (``bot.console``) call the same :func:`dispatch`, so a
+subcommand behaves the same whichever chat it is typed into.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+
+from actions.prices import PriceBook
+from bot import blocks
+from bot.chat import Message
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An answer to a slash command; ``ephemeral`` ones are shown to the caller only."""
+
+    message: Message
+    ephemeral: bool = True
+
+
+@dataclass(frozen=True)
+class CommandContext:
+    """What a subcommand may use: the caller and the price book."""
+
+    user: str
+    prices: PriceBook
+
+
+class UsageError(Exception):
+    """Bad input to a subcommand: ``problem`` says what was wrong, ``example`` a correct call."""
+
+    def __init__(self, problem: str, example: str):
+        super().__init__(problem)
+        self.problem = problem
+        self.example = example
+
+
+def subcommands() -> dict[str, ModuleType]:
+    """Subcommand name -> module with ``NAME``, ``SUMMARY``, ``EXAMPLE`` and ``handle(args, ctx)``."""
+    from bot.commands import estimate, help
+
+    return {m.NAME: m for m in (help, estimate)}
+
+
+def dispatch(text: str, ctx: CommandContext) -> Reply:
+    """Run ``/gpu <text>``. Never raises for bad input: errors come back as an ephemeral reply
+    that says what was wrong and shows a correct example."""
+    name, _, args = text.strip().partition(" ")
+    commands = subcommands()
+    module = commands.get(name.lower() or "help")
+    if module is None:
+        known = ", ".join(sorted(commands))
+        return Reply(blocks.error_message(f"`/gpu {name}` is not a subcommand I know (known: {known}).", "/gpu help"))
+    try:
+        return module.handle(args.strip(), ctx)
+    except UsageError as e:
+        return Reply(blocks.error_message(e.problem, e.example))

@@ -1,0 +1,132 @@
+"""``gpu-cost-bot demo``: the real loop on recorded data, with a scripted approver.
+
+The cluster is a recorded ``kubectl get ... -o json`` dump (bot/demo_data/cluster.json) held in
+memory, so the executor's patches really change it; the telemetry is what the Prometheus source
+computed from DCGM series built out of a real H100's NVML trace (bot/demo_data/telemetry.json,
+checked against a real Prometheus by the tests). Everything in between is the production code:
+the detector, the store (SQLite), the state machine, the Block Kit renderers, the commands.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Callable, TextIO
+
+from actions.model import format_time
+from actions.policy import Team
+from bot.console import ConsoleChat, ConsoleSession
+from bot.runtime import Runtime
+from bot.settings import Settings
+from bot.wiring import build_runtime
+
+DEMO_DATA = Path(__file__).parent / "demo_data"
+SWEEP_AT = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
+APPROVER = "U0DEMOAPPROVER"
+BYSTANDER = "U0BYSTANDER"
+
+
+class DemoClock:
+    """A clock the script moves forward by hand."""
+
+    def __init__(self, start: datetime):
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, minutes: float) -> datetime:
+        self.now += timedelta(minutes=minutes)
+        return self.now
+
+
+def demo_settings(database_url: str) -> Settings:
+    """Three teams, one approver, acting for real on the in-memory cluster."""
+    teams = [
+        Team(name="research", namespaces=["ml-research"], channel="#research-gpus", approvers=[APPROVER]),
+        Team(name="training", namespaces=["training"], channel="#training-gpus", approvers=[APPROVER]),
+        Team(name="serving", namespaces=["serving"], channel="#serving-gpus", approvers=[APPROVER]),
+    ]
+    return Settings(dry_run=False, database_url=database_url, teams=teams)
+
+
+def demo_runtime(database_url: str, out: TextIO, clock: Callable[[], datetime]) -> Runtime:
+    """The demo's runtime: recorded cluster and telemetry, console chat, the given database."""
+    return build_runtime(
+        demo_settings(database_url),
+        chat=ConsoleChat(out),
+        cluster_state=DEMO_DATA / "cluster.json",
+        telemetry_file=DEMO_DATA / "telemetry.json",
+        clock=clock,
+    )
+
+
+def _gpu_pods(rt: Runtime, now: datetime) -> str:
+    snap = rt.cluster.snapshot(now)
+    return ", ".join(f"{p.namespace}/{p.name} ({p.gpus})" for p in snap.pods) or "none"
+
+
+def run_demo(*, interactive: bool, out: TextIO, database_dir: str | None = None) -> Runtime:
+    """Play the loop and print every step. Returns the runtime so tests can inspect the result."""
+    from bot.approvals import Approvals
+
+    tmp = database_dir or tempfile.mkdtemp(prefix="gpu-cost-bot-demo-")
+    clock = DemoClock(SWEEP_AT)
+    rt = demo_runtime(f"sqlite:///{Path(tmp) / 'demo.db'}", out, clock)
+
+    def say(text: str) -> None:
+        print(f"\n▶ [{clock.now.strftime('%H:%M')} UTC] {text}", file=out, flush=True)
+
+    print(
+        "gpu-cost-bot demo: recorded cluster (3 x p5.48xlarge, 5 GPU pods) and telemetry derived from a "
+        f"real H100's NVML trace; store {rt.store.url.render_as_string(hide_password=True)}",
+        file=out,
+    )
+    say(f"GPU pods running: {_gpu_pods(rt, clock.now)}")
+    say("Idle sweep (1 h window: engine activity and power must both say idle)")
+    counts = Approvals(rt).reconcile(rt.find_idle(clock.now), clock.now)
+    say(f"Sweep done: {counts['proposed']} proposal(s). Busy notebooks, training, and serving at GPU_UTIL 0% "
+        "but ~220 W were left alone.")
+    proposals = rt.store.list_requests(states=["proposed"])
+    if not proposals:
+        say("Nothing idle. (Unexpected with the bundled data.)")
+        return rt
+    req = proposals[0]
+
+    if interactive:
+        clock.advance(5)
+        say(f"Your turn, as approver @{APPROVER}: try `approve {req.id}`, `/gpu estimate 16 a100 1w`, `quit`.")
+        ConsoleSession(rt, APPROVER, out).loop()
+        return rt
+
+    clock.advance(1)
+    say(f"@{BYSTANDER} (not an approver) presses Approve on request #{req.id}")
+    ConsoleSession(rt, BYSTANDER, out).handle(f"approve {req.id}")
+
+    approver = ConsoleSession(rt, APPROVER, out)
+    clock.advance(4)
+    say(f"@{APPROVER} presses Approve: the bot re-checks the evidence, then stops the Notebook")
+    approver.handle(f"approve {req.id}")
+    say(f"GPU pods running now: {_gpu_pods(rt, clock.now)}")
+
+    say(f"@{APPROVER} presses Approve again (a double click acts once)")
+    approver.handle(f"approve {req.id}")
+
+    say("Someone asks what 16 A100s for a week would cost")
+    approver.handle("/gpu estimate 16 a100 1w")
+
+    clock.advance(5)
+    say(f"@{APPROVER} presses Restore")
+    approver.handle(f"restore {req.id}")
+    say(f"GPU pods running now: {_gpu_pods(rt, clock.now)}")
+
+    clock.advance(5)
+    say("Next sweep: the restarted notebook is inside its warm-up, so nothing new is proposed")
+    Approvals(rt).reconcile(rt.find_idle(clock.now), clock.now)
+
+    say(f"Audit log of request #{req.id}:")
+    for e in rt.store.events(req.id):
+        print(f"  {format_time(e.at)}  {e.actor:<15} {e.event}", file=out)
+    print("\nDemo complete.", file=out, flush=True)
+    return rt

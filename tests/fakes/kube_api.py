@@ -1,0 +1,479 @@
+"""A Kubernetes API server faked at the wire: real HTTP on 127.0.0.1, real JSON, real paths.
+
+The real ``kubernetes`` client is pointed at it (``FakeKubeApi.api_client()``), so everything the
+bot's code does on the way (URL building, query parameters, content types, paging, error
+decoding) is exercised as in production. It holds objects in memory and serves:
+
+- discovery: ``GET /apis/GROUP`` (an ``APIGroup`` with the served versions, preferred first);
+- lists, cluster-wide or in one namespace, with ``limit``/``continue`` paging and a
+  ``status.phase`` field selector (pods), as ``XxxList`` JSON with ``metadata.resourceVersion``;
+- ``GET``/``PATCH``/``PUT``/``DELETE`` of one object and ``POST`` to a collection; PATCH takes
+  ``application/merge-patch+json`` (RFC 7386) and, for the flat fields tests use,
+  ``application/strategic-merge-patch+json`` as the same; a ``metadata.resourceVersion`` in a
+  patch or PUT is a precondition (409 Conflict when stale);
+- ``Status`` JSON errors (404 NotFound, 409 Conflict/AlreadyExists, 415, 400, injected ones).
+
+Every request is recorded (method, path, query, parsed body, content type) for assertions.
+Resource types live in one table (``RESOURCE_TYPES``); serving a new type (e.g. coordination.k8s.io
+Leases) is one more entry there.
+
+The JSON merge patch here is written independently of the bot's own, on purpose: the fake is the
+oracle the bot's patches are checked against.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import threading
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Iterable, Mapping
+from urllib.parse import parse_qs, urlsplit
+
+import kubernetes.client
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    """One served resource: ``group`` is ``""`` for the core API; ``versions`` preferred first."""
+
+    group: str
+    plural: str
+    kind: str
+    namespaced: bool
+    versions: tuple[str, ...]
+    # Built-in types' list items carry no kind/apiVersion on the wire; custom resources' do.
+    custom: bool = False
+
+
+RESOURCE_TYPES: tuple[ResourceType, ...] = (
+    ResourceType("", "pods", "Pod", True, ("v1",)),
+    ResourceType("", "nodes", "Node", False, ("v1",)),
+    ResourceType("", "namespaces", "Namespace", False, ("v1",)),
+    ResourceType("apps", "statefulsets", "StatefulSet", True, ("v1",)),
+    ResourceType("apps", "deployments", "Deployment", True, ("v1",)),
+    ResourceType("kubeflow.org", "notebooks", "Notebook", True, ("v1",), custom=True),
+    ResourceType("kueue.x-k8s.io", "workloads", "Workload", True, ("v1beta2", "v1beta1"), custom=True),
+)
+
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """What the fake received: ``query`` maps each parameter to its (last) value; ``body`` is the
+    parsed JSON body or ``None``."""
+
+    method: str
+    path: str
+    query: Mapping[str, str]
+    body: Any
+    content_type: str | None
+
+
+@dataclass
+class _Injected:
+    method: str
+    path: str
+    status: int
+    reason: str
+    message: str
+    times: int
+
+
+class ApiError(Exception):
+    """An error the fake answers with, as a ``Status`` object."""
+
+    def __init__(self, code: int, reason: str, message: str, details: dict | None = None):
+        super().__init__(message)
+        self.code, self.reason, self.message, self.details = code, reason, message, details or {}
+
+    def status(self) -> dict:
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "details": self.details,
+            "code": self.code,
+        }
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch of ``patch`` onto ``target`` (neither is modified)."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+@dataclass
+class _Route:
+    rtype: ResourceType
+    version: str
+    namespace: str | None
+    name: str | None
+
+
+@dataclass
+class _Store:
+    objects: dict[tuple[str, str, str, str], dict] = field(default_factory=dict)
+    resource_version: int = 1000
+
+
+class FakeKubeApi:
+    """The fake API server. Use as a context manager (or ``start()``/``stop()``).
+
+    ``objects`` are Kubernetes objects with ``apiVersion`` and ``kind`` (e.g. the items of a
+    ``kubectl get -o json`` List). ``kueue_versions`` are the served Kueue versions, preferred
+    first (``()`` means Kueue is not installed); ``kubeflow`` says whether Notebooks are served.
+    """
+
+    def __init__(
+        self,
+        objects: Iterable[Mapping[str, Any]] = (),
+        *,
+        kueue_versions: tuple[str, ...] = ("v1beta2", "v1beta1"),
+        kubeflow: bool = True,
+    ):
+        types = []
+        for t in RESOURCE_TYPES:
+            if t.group == "kueue.x-k8s.io":
+                if not kueue_versions:
+                    continue
+                t = ResourceType(t.group, t.plural, t.kind, t.namespaced, tuple(kueue_versions), t.custom)
+            if t.group == "kubeflow.org" and not kubeflow:
+                continue
+            types.append(t)
+        self.types: dict[tuple[str, str], ResourceType] = {(t.group, t.plural): t for t in types}
+        self._by_kind = {(t.group, t.kind): t for t in RESOURCE_TYPES}
+        self._store = _Store()
+        self._lock = threading.Lock()
+        self._requests: list[RecordedRequest] = []
+        self._injected: list[_Injected] = []
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        for obj in objects:
+            self.add(obj)
+
+    @classmethod
+    def from_list_json(cls, data: bytes, **kwargs: Any) -> "FakeKubeApi":
+        """A fake holding the items of a ``List`` JSON document (a kubectl dump)."""
+        return cls(json.loads(data)["items"], **kwargs)
+
+    # --- life cycle ---------------------------------------------------------------------------------
+
+    def start(self) -> "FakeKubeApi":
+        handler = type("Handler", (_Handler,), {"fake": self})
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-kube-api", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> "FakeKubeApi":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "start() the fake first"
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def api_client(self) -> kubernetes.client.ApiClient:
+        """A real ``kubernetes`` ApiClient talking to this fake."""
+        cfg = kubernetes.client.Configuration()
+        cfg.host = self.url
+        return kubernetes.client.ApiClient(configuration=cfg)
+
+    # --- state for tests ----------------------------------------------------------------------------
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request received so far, in order."""
+        with self._lock:
+            return list(self._requests)
+
+    def clear_requests(self) -> None:
+        with self._lock:
+            self._requests.clear()
+
+    def add(self, obj: Mapping[str, Any]) -> None:
+        """Store ``obj`` (needs ``apiVersion``, ``kind``, ``metadata.name``), replacing any object
+        with the same identity."""
+        group = obj["apiVersion"].split("/", 1)[0] if "/" in obj["apiVersion"] else ""
+        rtype = self._by_kind.get((group, obj["kind"]))
+        if rtype is None:
+            raise ValueError(f"the fake serves no {obj['kind']} in group {group!r}")
+        stored = copy.deepcopy(dict(obj))
+        meta = stored.setdefault("metadata", {})
+        with self._lock:
+            meta.setdefault("uid", str(uuid.uuid4()))
+            meta.setdefault("creationTimestamp", _now())
+            meta["resourceVersion"] = self._bump()
+            self._store.objects[self._key(rtype, meta.get("namespace", ""), meta["name"])] = stored
+
+    def get(self, kind: str, namespace: str, name: str, group: str | None = None) -> dict | None:
+        """A deep copy of the stored object (as stored: with its original apiVersion), or None."""
+        with self._lock:
+            for (g, _, ns, n), obj in self._store.objects.items():
+                if obj["kind"] == kind and ns == namespace and n == name and (group is None or g == group):
+                    return copy.deepcopy(obj)
+        return None
+
+    def fail(self, method: str, path: str, status: int, reason: str, message: str, times: int = 1) -> None:
+        """Answer the next ``times`` requests of ``method`` to exactly ``path`` with this error."""
+        with self._lock:
+            self._injected.append(_Injected(method.upper(), path, status, reason, message, times))
+
+    # --- request handling (called from the server threads) ------------------------------------------
+
+    @staticmethod
+    def _key(rtype: ResourceType, namespace: str, name: str) -> tuple[str, str, str, str]:
+        return (rtype.group, rtype.plural, namespace if rtype.namespaced else "", name)
+
+    def _bump(self) -> str:
+        self._store.resource_version += 1
+        return str(self._store.resource_version)
+
+    def handle(self, method: str, raw_path: str, body: bytes, content_type: str | None) -> tuple[int, dict]:
+        parts = urlsplit(raw_path)
+        query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+        parsed: Any = None
+        if body:
+            try:
+                parsed = json.loads(body)
+            except ValueError:
+                parsed = body.decode("utf-8", "replace")
+        with self._lock:
+            self._requests.append(RecordedRequest(method, parts.path, query, parsed, content_type))
+            for inj in self._injected:
+                if inj.method == method and inj.path == parts.path and inj.times > 0:
+                    inj.times -= 1
+                    return inj.status, ApiError(inj.status, inj.reason, inj.message).status()
+            try:
+                return 200, self._dispatch(method, parts.path, query, parsed, content_type)
+            except ApiError as e:
+                return e.code, e.status()
+
+    def _dispatch(self, method: str, path: str, query: dict, body: Any, content_type: str | None) -> dict:
+        segments = [s for s in path.split("/") if s]
+        if segments[:1] == ["apis"] and len(segments) == 2 and method == "GET":
+            return self._discovery(segments[1])
+        route = self._route(segments)
+        if route.name is None:
+            if method == "GET":
+                return self._list(route, query)
+            if method == "POST":
+                return self._create(route, body)
+        else:
+            if method == "GET":
+                return self._present(route, self._find(route))
+            if method == "PATCH":
+                return self._patch(route, body, content_type)
+            if method == "PUT":
+                return self._replace(route, body)
+            if method == "DELETE":
+                obj = self._find(route)
+                del self._store.objects[self._key(route.rtype, route.namespace or "", route.name)]
+                return self._present(route, obj)
+        raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+
+    def _not_found(self) -> ApiError:
+        return ApiError(404, "NotFound", "the server could not find the requested resource")
+
+    def _discovery(self, group: str) -> dict:
+        versions = next((t.versions for t in self.types.values() if t.group == group), None)
+        if versions is None:
+            raise self._not_found()
+        listed = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+        return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": listed, "preferredVersion": listed[0]}
+
+    def _route(self, s: list[str]) -> _Route:
+        if s[:2] == ["api", "v1"]:
+            group, version, rest = "", "v1", s[2:]
+        elif s[:1] == ["apis"] and len(s) >= 4:
+            group, version, rest = s[1], s[2], s[3:]
+        else:
+            raise self._not_found()
+        namespace = None
+        if len(rest) >= 3 and rest[0] == "namespaces":
+            namespace, rest = rest[1], rest[2:]
+        if not 1 <= len(rest) <= 2:
+            raise self._not_found()
+        rtype = self.types.get((group, rest[0]))
+        if rtype is None or version not in rtype.versions or (namespace is not None and not rtype.namespaced):
+            raise self._not_found()
+        if namespace is None and rtype.namespaced and len(rest) == 2:
+            raise self._not_found()
+        return _Route(rtype, version, namespace, rest[1] if len(rest) == 2 else None)
+
+    def _api_version(self, route: _Route) -> str:
+        return f"{route.rtype.group}/{route.version}" if route.rtype.group else route.version
+
+    def _present(self, route: _Route, obj: dict) -> dict:
+        out = copy.deepcopy(obj)
+        out["apiVersion"] = self._api_version(route)
+        out["kind"] = route.rtype.kind
+        return out
+
+    def _find(self, route: _Route) -> dict:
+        obj = self._store.objects.get(self._key(route.rtype, route.namespace or "", route.name or ""))
+        if obj is None:
+            group = route.rtype.group
+            resource = f"{route.rtype.plural}.{group}" if group else route.rtype.plural
+            raise ApiError(
+                404,
+                "NotFound",
+                f'{resource} "{route.name}" not found',
+                {"name": route.name, "group": group, "kind": route.rtype.plural},
+            )
+        return obj
+
+    def _list(self, route: _Route, query: dict) -> dict:
+        rtype = route.rtype
+        selected = sorted(
+            (
+                (ns, name, obj)
+                for (g, plural, ns, name), obj in self._store.objects.items()
+                if (g, plural) == (rtype.group, rtype.plural) and (route.namespace is None or ns == route.namespace)
+            ),
+            key=lambda t: (t[0], t[1]),
+        )
+        selected = [t for t in selected if _field_selector_matches(query.get("fieldSelector", ""), t[2])]
+        if "labelSelector" in query and query["labelSelector"]:
+            raise ApiError(400, "BadRequest", "labelSelector is not supported by this fake")
+        if query.get("continue"):
+            try:
+                after = tuple(json.loads(base64.urlsafe_b64decode(query["continue"]))["after"])
+            except (ValueError, KeyError, TypeError):
+                raise ApiError(400, "BadRequest", "continue key is not valid") from None
+            selected = [t for t in selected if (t[0], t[1]) > after]
+        limit = int(query.get("limit") or 0)
+        page, more = (selected[:limit], len(selected) > limit) if limit > 0 else (selected, False)
+        items = []
+        for _, _, obj in page:
+            item = self._present(route, obj)
+            if not rtype.custom:
+                item.pop("apiVersion")
+                item.pop("kind")
+            items.append(item)
+        meta: dict[str, Any] = {"resourceVersion": str(self._store.resource_version)}
+        if more:
+            last = page[-1]
+            meta["continue"] = base64.urlsafe_b64encode(json.dumps({"after": [last[0], last[1]]}).encode()).decode()
+            meta["remainingItemCount"] = len(selected) - len(page)
+        return {"kind": f"{rtype.kind}List", "apiVersion": self._api_version(route), "metadata": meta, "items": items}
+
+    def _store_updated(self, route: _Route, old: dict, new: dict) -> dict:
+        meta = new.setdefault("metadata", {})
+        for k in ("name", "namespace", "uid", "creationTimestamp"):
+            if k in old["metadata"]:
+                meta[k] = old["metadata"][k]
+        if new.get("spec") != old.get("spec") and "generation" in old["metadata"]:
+            meta["generation"] = old["metadata"]["generation"] + 1
+        meta["resourceVersion"] = self._bump()
+        new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
+        self._store.objects[self._key(route.rtype, route.namespace or "", route.name or "")] = new
+        return self._present(route, new)
+
+    def _check_precondition(self, route: _Route, old: dict, wanted: Any) -> None:
+        if wanted and wanted != old["metadata"].get("resourceVersion"):
+            raise ApiError(
+                409,
+                "Conflict",
+                f'Operation cannot be fulfilled on {route.rtype.plural} "{route.name}": the object has been '
+                "modified; please apply your changes to the latest version and try again",
+            )
+
+    def _patch(self, route: _Route, body: Any, content_type: str | None) -> dict:
+        if content_type not in (MERGE_PATCH, STRATEGIC_MERGE_PATCH):
+            raise ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted media types include: {MERGE_PATCH}, {STRATEGIC_MERGE_PATCH}")
+        if not isinstance(body, dict):
+            raise ApiError(400, "BadRequest", "the patch is not a JSON object")
+        old = self._find(route)
+        self._check_precondition(route, old, (body.get("metadata") or {}).get("resourceVersion"))
+        return self._store_updated(route, old, merge_patch(old, body))
+
+    def _replace(self, route: _Route, body: Any) -> dict:
+        if not isinstance(body, dict) or (body.get("metadata") or {}).get("name") != route.name:
+            raise ApiError(400, "BadRequest", "the name of the object does not match the name in the URL")
+        old = self._find(route)
+        self._check_precondition(route, old, body["metadata"].get("resourceVersion"))
+        return self._store_updated(route, old, copy.deepcopy(body))
+
+    def _create(self, route: _Route, body: Any) -> dict:
+        name = ((body or {}).get("metadata") or {}).get("name") if isinstance(body, dict) else None
+        if not name:
+            raise ApiError(422, "Invalid", "metadata.name: Required value")
+        key = self._key(route.rtype, route.namespace or "", name)
+        if key in self._store.objects:
+            raise ApiError(409, "AlreadyExists", f'{route.rtype.plural} "{name}" already exists')
+        obj = copy.deepcopy(body)
+        obj["apiVersion"], obj["kind"] = self._api_version(route), route.rtype.kind
+        meta = obj["metadata"]
+        if route.namespace:
+            meta["namespace"] = route.namespace
+        meta.update(uid=str(uuid.uuid4()), creationTimestamp=_now(), resourceVersion=self._bump())
+        self._store.objects[key] = obj
+        return self._present(route, obj)
+
+
+def _field_selector_matches(selector: str, obj: dict) -> bool:
+    """The fake understands ``status.phase=X`` / ``status.phase!=X`` terms (what pods support)."""
+    for term in filter(None, selector.split(",")):
+        negate = "!=" in term
+        key, _, value = term.partition("!=" if negate else "=")
+        value = value.lstrip("=")
+        if key != "status.phase":
+            raise ApiError(400, "BadRequest", f'field label not supported: {key}')
+        actual = (obj.get("status") or {}).get("phase", "")
+        if (actual == value) == negate:
+            return False
+    return True
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeKubeApi
+    protocol_version = "HTTP/1.1"
+
+    def _serve(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip() or None
+        status, payload = self.fake.handle(self.command, self.path, body, content_type)
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_PATCH = do_PUT = do_POST = do_DELETE = _serve
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        pass

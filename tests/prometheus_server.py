@@ -1,0 +1,129 @@
+"""A real Prometheus for tests: backfilled from OpenMetrics text with promtool, no scrape targets.
+
+Use ``running_prometheus`` for a one-off server, or import the session-scoped ``fleet_prometheus``
+fixture into a test module (``from tests.prometheus_server import fleet_prometheus``) for one
+server holding the fleet of tests/data/FLEET.md.
+
+When the ``prometheus``/``promtool`` binaries are missing the tests are skipped, unless
+``GPU_COST_BOT_REQUIRE_PROMETHEUS=1`` (CI), where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+REQUIRE_ENV = "GPU_COST_BOT_REQUIRE_PROMETHEUS"
+STARTUP_DEADLINE_SECONDS = 120
+
+# No scrape targets: the TSDB holds only what was backfilled, so query results are exact.
+CONFIG = "global:\n  scrape_interval: 1m\n  evaluation_interval: 1m\nscrape_configs: []\n"
+
+
+def _binaries() -> tuple[str, str]:
+    found = {name: shutil.which(name) for name in ("prometheus", "promtool")}
+    missing = [name for name, path in found.items() if path is None]
+    if missing:
+        reason = (
+            f"{' and '.join(missing)} not on PATH: install Prometheus (Debian package prometheus) "
+            "to run the real-Prometheus tests"
+        )
+        if os.environ.get(REQUIRE_ENV) == "1":
+            pytest.fail(f"{reason} ({REQUIRE_ENV}=1)", pytrace=False)
+        pytest.skip(reason)
+    return found["prometheus"], found["promtool"]  # type: ignore[return-value]
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_ready(url: str, proc: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_DEADLINE_SECONDS
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"prometheus exited with {proc.returncode}:\n{log.read_text()[-4000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"prometheus not ready after {STARTUP_DEADLINE_SECONDS} s:\n{log.read_text()[-4000:]}")
+
+
+@contextmanager
+def running_prometheus(openmetrics_text: str, tmp_path: Path) -> Iterator[str]:
+    """Backfill ``openmetrics_text`` into a fresh TSDB under ``tmp_path``, serve it and yield the
+    base URL (``http://127.0.0.1:<port>``); the server is terminated on exit.
+
+    Skips the calling test when the binaries are missing (fails under
+    GPU_COST_BOT_REQUIRE_PROMETHEUS=1). Raises subprocess.CalledProcessError when promtool
+    rejects the text, RuntimeError when the server does not become ready.
+    """
+    prometheus, promtool = _binaries()
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    series = tmp_path / "series.om"
+    series.write_text(openmetrics_text)
+    data = tmp_path / "data"
+    backfill = subprocess.run(
+        [promtool, "tsdb", "create-blocks-from", "openmetrics", str(series), str(data)],
+        capture_output=True,
+        text=True,
+    )
+    if backfill.returncode != 0:
+        raise subprocess.CalledProcessError(
+            backfill.returncode, backfill.args, backfill.stdout, backfill.stderr
+        )
+    config = tmp_path / "prometheus.yml"
+    config.write_text(CONFIG)
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = tmp_path / "prometheus.log"
+    with log.open("wb") as log_file:
+        proc = subprocess.Popen(
+            [
+                prometheus,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={data}",
+                # Backfilled blocks are old; retention counts from the newest block, keep them all.
+                "--storage.tsdb.retention.time=100y",
+                f"--web.listen-address=127.0.0.1:{port}",
+            ],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            cwd=tmp_path,
+        )
+    try:
+        _wait_ready(url, proc, log)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="session")
+def fleet_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Base URL of a Prometheus holding the FLEET.md telemetry (TELEMETRY_START..TELEMETRY_END)."""
+    from tests.fleet import TELEMETRY_END, TELEMETRY_START, fleet_openmetrics
+
+    text = fleet_openmetrics(TELEMETRY_START, TELEMETRY_END)
+    with running_prometheus(text, tmp_path_factory.mktemp("fleet-prometheus")) as url:
+        yield url
