@@ -19,7 +19,7 @@ Capacity types: SPOT uses the spot price when one is known, else the on-demand p
 source says so); ON_DEMAND, UNKNOWN and RESERVED use on-demand (reserved capacity such as an
 on-demand capacity reservation bills at the on-demand rate unless ``reserved_usd_per_hour`` is
 configured). A quote keeps the capacity type it was asked for; its ``source`` says which price
-was used.
+was used. A config price without ``as_of`` gives a quote with an empty ``as_of``.
 """
 
 from __future__ import annotations
@@ -308,7 +308,7 @@ class PriceBook:
         if family is None:
             tried.append("GPU family: no GPU model known")
         else:
-            q = self._family_quote(family, capacity_type, strict=False, tried=tried, gpu_model=gpu_model)
+            q = self._family_quote(family, capacity_type, strict=False, tried=tried)
             if q is not None:
                 return q
         raise PriceNotFound(
@@ -329,9 +329,7 @@ class PriceBook:
         """
         tried: list[str] = []
         family = family_key(gpu_model_or_alias)
-        q = self._family_quote(
-            family, capacity_type, strict=strict, tried=tried, gpu_model=gpu_model_or_alias
-        )
+        q = self._family_quote(family, capacity_type, strict=strict, tried=tried)
         if q is not None:
             return q
         raise PriceNotFound(
@@ -359,7 +357,9 @@ class PriceBook:
         tried.append(
             f"config prices.instance_types.{instance_type}: {'set' if found else 'not set'}"
         )
-        tried.append(f"bundled catalog instance type {instance_type}: {'found' if entry else 'not listed'}")
+        tried.append(
+            f"bundled catalog instance type {instance_type}: {'found' if entry else 'not listed'}"
+        )
         if found is None and entry is None:
             return None
         name, override = found if found else (instance_type, None)
@@ -378,7 +378,7 @@ class PriceBook:
             return _InstancePrice(
                 value,
                 f"config override prices.instance_types.{name} ({label}){note}",
-                (override.as_of if override else None) or "as configured",
+                (override.as_of if override else None) or "",
             )
 
         def from_catalog(spot: bool) -> _InstancePrice | None:
@@ -407,7 +407,7 @@ class PriceBook:
             if price is None and on_demand is not None:
                 price = _with_note(on_demand, "reserved capacity priced at on-demand")
         elif capacity is CapacityType.UNKNOWN:
-            price = _with_note(on_demand, "capacity type unknown, priced as on-demand") if on_demand else None
+            price = on_demand and _with_note(on_demand, "capacity type unknown, priced as on-demand")
         else:
             price = on_demand
         if price is None:
@@ -431,7 +431,6 @@ class PriceBook:
         *,
         strict: bool,
         tried: list[str],
-        gpu_model: str | None,
     ) -> PriceQuote | None:
         flat = self.overrides.gpu_families.get(family)
         tried.append(f"config prices.gpu_families.{family}: {'set' if flat else 'not set'}")
@@ -444,7 +443,7 @@ class PriceBook:
                 usd_per_gpu_hour=flat.usd_per_gpu_hour,
                 capacity_type=capacity,
                 source=f"config flat price prices.gpu_families.{family}{note}",
-                as_of=flat.as_of or "as configured",
+                as_of=flat.as_of or "",
                 basis="gpu-model",
                 gpu_model=family,
             )

@@ -87,27 +87,28 @@ class FleetGpu:
     exporter_namespace: str = "gpu-operator"
 
 
-def _uuid(n: int) -> str:
+def fleet_uuid(n: int) -> str:
+    """The UUID of fleet GPU number ``n`` (1-7 in FLEET.md)."""
     return f"GPU-00000000-0000-0000-0000-{n:012d}"
 
 
 FLEET_GPUS: tuple[FleetGpu, ...] = (
-    FleetGpu("ml-research", "llm-explore-0", "llm-explore", "gpu-od-1", _uuid(1), "0",
+    FleetGpu("ml-research", "llm-explore-0", "llm-explore", "gpu-od-1", fleet_uuid(1), "0",
              "notebook_idle_model_loaded"),
-    FleetGpu("ml-research", "cell-bursts-0", "cell-bursts", "gpu-od-1", _uuid(2), "1",
+    FleetGpu("ml-research", "cell-bursts-0", "cell-bursts", "gpu-od-1", fleet_uuid(2), "1",
              "notebook_idle_model_loaded",
              (Interlude("notebook_cell_burst", datetime(2026, 11, 20, 6, 10, tzinfo=timezone.utc), 40 * 60),)),
-    FleetGpu("training", "pretrain-worker-0", "pretrain", "gpu-od-2", _uuid(3), "0", "training",
+    FleetGpu("training", "pretrain-worker-0", "pretrain", "gpu-od-2", fleet_uuid(3), "0", "training",
              (Interlude("training_checkpoint_pause", datetime(2026, 11, 20, 6, 20, tzinfo=timezone.utc), 30 * 60),),
              label_convention=EXPORTED_LABELS),
-    FleetGpu("training", "pretrain-worker-0", "pretrain", "gpu-od-2", _uuid(4), "1", "training",
+    FleetGpu("training", "pretrain-worker-0", "pretrain", "gpu-od-2", fleet_uuid(4), "1", "training",
              (Interlude("training_checkpoint_pause", datetime(2026, 11, 20, 6, 20, tzinfo=timezone.utc), 30 * 60),),
              label_convention=EXPORTED_LABELS),
-    FleetGpu("serving", "chat-api-6f7d8b9c4-x2x9z", "chat-api", "gpu-od-2", _uuid(5), "2",
+    FleetGpu("serving", "chat-api-6f7d8b9c4-x2x9z", "chat-api", "gpu-od-2", fleet_uuid(5), "2",
              "inference_bursty", label_convention=EXPORTED_LABELS),
-    FleetGpu("training", "finetune-spot-worker-0", "finetune", "gpu-spot-1", _uuid(6), "0", "training",
+    FleetGpu("training", "finetune-spot-worker-0", "finetune", "gpu-spot-1", fleet_uuid(6), "0", "training",
              engine_active=True),
-    FleetGpu("", "", "", "gpu-od-1", _uuid(7), "7", "empty_idle"),
+    FleetGpu("", "", "", "gpu-od-1", fleet_uuid(7), "7", "empty_idle"),
 )
 
 

@@ -17,7 +17,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Iterator
 
@@ -44,7 +44,8 @@ def _binaries() -> tuple[str, str]:
     return found["prometheus"], found["promtool"]  # type: ignore[return-value]
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on at the time of the call."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -90,7 +91,7 @@ def running_prometheus(openmetrics_text: str, tmp_path: Path) -> Iterator[str]:
         )
     config = tmp_path / "prometheus.yml"
     config.write_text(CONFIG)
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = tmp_path / "prometheus.log"
     with log.open("wb") as log_file:
@@ -119,11 +120,30 @@ def running_prometheus(openmetrics_text: str, tmp_path: Path) -> Iterator[str]:
             proc.wait()
 
 
+# A session fixture imported into several test modules is instantiated once per module; the
+# shared server below keeps it to one Prometheus per test session.
+_shared: dict[str, object] = {"users": 0, "url": None, "stack": None}
+
+
 @pytest.fixture(scope="session")
 def fleet_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Base URL of a Prometheus holding the FLEET.md telemetry (TELEMETRY_START..TELEMETRY_END)."""
+    """Base URL of a Prometheus holding the FLEET.md telemetry (TELEMETRY_START..TELEMETRY_END),
+    started once per test session."""
     from tests.fleet import TELEMETRY_END, TELEMETRY_START, fleet_openmetrics
 
-    text = fleet_openmetrics(TELEMETRY_START, TELEMETRY_END)
-    with running_prometheus(text, tmp_path_factory.mktemp("fleet-prometheus")) as url:
-        yield url
+    if _shared["users"] == 0:
+        stack = ExitStack()
+        text = fleet_openmetrics(TELEMETRY_START, TELEMETRY_END)
+        _shared["url"] = stack.enter_context(
+            running_prometheus(text, tmp_path_factory.mktemp("fleet-prometheus"))
+        )
+        _shared["stack"] = stack
+    _shared["users"] = int(_shared["users"]) + 1  # type: ignore[call-overload]
+    try:
+        yield str(_shared["url"])
+    finally:
+        _shared["users"] = int(_shared["users"]) - 1  # type: ignore[call-overload]
+        if _shared["users"] == 0:
+            stack = _shared["stack"]
+            _shared.update(url=None, stack=None)
+            stack.close()  # type: ignore[union-attr]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import socket
 import threading
 import urllib.error
 import urllib.parse
@@ -37,21 +36,18 @@ from tests.fleet import (
     TELEMETRY_START,
     FleetGpu,
     fleet_openmetrics,
+    fleet_uuid,
     model_name,
     phase_power_range,
     phase_rows,
     record_demo_telemetry,
     row_at,
 )
-from tests.prometheus_server import fleet_prometheus, running_prometheus  # noqa: F401 (fixture)
+from tests.prometheus_server import fleet_prometheus, free_port, running_prometheus  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.prometheus
 
 POLICY = Policy()
-
-
-def _uuid(n: int) -> str:
-    return f"GPU-00000000-0000-0000-0000-{n:012d}"
 
 
 def _scrapes(g: FleetGpu, start: datetime, end: datetime) -> list[tuple[datetime, Any]]:
@@ -96,7 +92,7 @@ def test_idle_notebook_reads_zero_activity_and_idle_power(sweep: TelemetrySnapsh
     expected_mean = sum(r.power_w for _, r in window) / len(window)
     lo, hi = phase_power_range("notebook_idle_model_loaded")
 
-    assert g.gpu == _uuid(1)
+    assert g.gpu == fleet_uuid(1)
     assert g.engine_signal == GPU_UTIL
     assert g.peak_engine_pct == 0
     assert g.mean_power_w == pytest.approx(expected_mean, abs=1e-6)
@@ -122,7 +118,7 @@ def test_notebook_with_cell_bursts_is_busy_and_last_active_brackets_the_burst(
 
 def test_exported_pod_labels_attribute_both_training_gpus(sweep: TelemetrySnapshot) -> None:
     gpus = sweep.for_pod("training", "pretrain-worker-0")
-    assert sorted(g.gpu for g in gpus) == [_uuid(3), _uuid(4)]
+    assert sorted(g.gpu for g in gpus) == [fleet_uuid(3), fleet_uuid(4)]
     assert all(g.peak_engine_pct >= 98 for g in gpus)
     assert all(g.last_active is not None and g.last_active > SWEEP_AT - timedelta(minutes=10) for g in gpus)
     # The exporter's own pod/namespace must not leak through as the owner.
@@ -145,7 +141,7 @@ def test_engine_active_is_preferred_and_scaled_to_percent(sweep: TelemetrySnapsh
 
 def test_unallocated_gpu_appears_without_a_pod(sweep: TelemetrySnapshot) -> None:
     (g,) = sweep.for_pod("", "")
-    assert (g.gpu, g.node) == (_uuid(7), "gpu-od-1")
+    assert (g.gpu, g.node) == (fleet_uuid(7), "gpu-od-1")
     assert g.peak_engine_pct == 0
     assert g.mean_power_w < 110
 
@@ -267,14 +263,8 @@ def test_a_series_that_stopped_20_minutes_ago_has_too_little_coverage(small_flee
 # --- failures --------------------------------------------------------------------------------------
 
 
-def _closed_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_unreachable_prometheus_raises_telemetry_error_naming_url_and_query() -> None:
-    url = f"http://127.0.0.1:{_closed_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(TelemetryError) as err:
         PrometheusTelemetry(url, attempts=2, timeout_seconds=5).fetch(SWEEP_AT, POLICY)
     message = str(err.value)

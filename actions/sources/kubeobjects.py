@@ -186,10 +186,9 @@ class K8sNamespace(msgspec.Struct):
 
 
 class ObjectList(msgspec.Struct):
-    """One page of a list response: ``items`` of one kind and the paging metadata."""
+    """A ``List`` of objects of any kind, each kept undecoded until its kind is known."""
 
-    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
-    items: list[msgspec.Raw] = []
+    items: list[msgspec.Raw]
 
 
 class TypeMeta(msgspec.Struct, rename="camel"):
@@ -289,13 +288,11 @@ def decode_workload_page(data: bytes, api_version: str) -> tuple[list[Workload],
     return [workload(item, api_version) for item in page.items or ()], page.metadata.continue_
 
 
-def decode_namespace_page(data: bytes) -> tuple[dict[str, dict[str, str]], str]:
-    """Decode one page of a NamespaceList into ``({namespace: labels}, continue_token)``;
+def decode_namespace_page(data: bytes) -> tuple[list[tuple[str, dict[str, str]]], str]:
+    """Decode one page of a NamespaceList into ``([(namespace, labels)], continue_token)``;
     raises ValueError."""
     page = _decode(_NAMESPACE_PAGE, data, "NamespaceList")
-    return {ns.metadata.name: dict(ns.metadata.labels) for ns in page.items or ()}, (
-        page.metadata.continue_
-    )
+    return [(ns.metadata.name, dict(ns.metadata.labels)) for ns in page.items or ()], page.metadata.continue_
 
 
 # --- one object -> model type ------------------------------------------------------------------------
@@ -389,7 +386,10 @@ def capacity_type(labels: Mapping[str, str]) -> CapacityType:
         return {"ON_DEMAND": CapacityType.ON_DEMAND, "SPOT": CapacityType.SPOT}.get(
             eks.upper(), CapacityType.UNKNOWN
         )
-    if labels.get("cloud.google.com/gke-spot") == "true" or labels.get("cloud.google.com/gke-preemptible") == "true":
+    if (
+        labels.get("cloud.google.com/gke-spot") == "true"
+        or labels.get("cloud.google.com/gke-preemptible") == "true"
+    ):
         return CapacityType.SPOT
     azure = labels.get("kubernetes.azure.com/scalesetpriority")
     if azure is not None:

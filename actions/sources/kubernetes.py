@@ -18,6 +18,7 @@ from typing import Callable, TypeVar
 
 import kubernetes.client
 import kubernetes.config
+import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
 
 from actions.model import ClusterSnapshot, Node
@@ -39,12 +40,16 @@ class ClusterReadError(Exception):
     response arrived or the body could not be decoded)."""
 
     def __init__(self, resource: str, status: int, message: str):
-        super().__init__(f"reading {resource} from the Kubernetes API failed ({status or 'no HTTP status'}): {message}")
+        super().__init__(
+            f"reading {resource} from the Kubernetes API failed ({status or 'no HTTP status'}): {message}"
+        )
         self.resource = resource
         self.status = status
 
 
-def load_kube_config(kubeconfig: str | None = None, context: str | None = None) -> kubernetes.client.ApiClient:
+def load_kube_config(
+    kubeconfig: str | None = None, context: str | None = None
+) -> kubernetes.client.ApiClient:
     """An ApiClient for the cluster: the pod's service account when running in a pod and no
     ``kubeconfig`` is given, else ``kubeconfig`` (default ``$KUBECONFIG`` or ``~/.kube/config``)
     with ``context`` (default: its current context).
@@ -93,11 +98,15 @@ class KubernetesSource:
         Raises ClusterReadError naming the resource and HTTP status on any API error other than
         Kueue or Kubeflow not being installed, and ValueError on a malformed response body.
         """
-        pods = self._pages("pods", lambda **kw: self._core.list_pod_for_all_namespaces(field_selector=_LIVE_PODS, **kw), kubeobjects.decode_pod_page)
+        pods = self._pages(
+            "pods",
+            lambda **kw: self._core.list_pod_for_all_namespaces(field_selector=_LIVE_PODS, **kw),
+            kubeobjects.decode_pod_page,
+        )
         nodes: list[Node] = self._pages("nodes", self._core.list_node, kubeobjects.decode_node_page)
-        namespace_labels: dict[str, dict[str, str]] = {}
-        for labels in self._pages("namespaces", self._core.list_namespace, lambda b: _wrap(kubeobjects.decode_namespace_page(b))):
-            namespace_labels.update(labels)
+        namespace_labels = dict(
+            self._pages("namespaces", self._core.list_namespace, kubeobjects.decode_namespace_page)
+        )
         statefulsets = self._pages(
             "statefulsets",
             self._apps.list_stateful_set_for_all_namespaces,
@@ -130,7 +139,9 @@ class KubernetesSource:
             namespace_labels=namespace_labels,
         )
 
-    def _pages(self, resource: str, call: Callable[..., object], decode: Callable[[bytes], tuple[list[T], str]]) -> list[T]:
+    def _pages(
+        self, resource: str, call: Callable[..., object], decode: Callable[[bytes], tuple[list[T], str]]
+    ) -> list[T]:
         """Every item of a list, following ``metadata.continue`` until it is empty."""
         out: list[T] = []
         token: str | None = None
@@ -138,19 +149,22 @@ class KubernetesSource:
             kwargs: dict = {"limit": self._page_size, "_preload_content": False}
             if token:
                 kwargs["_continue"] = token
-            body = self._read(resource, lambda: call(**kwargs))
+            body = self._read(resource, call, kwargs)
             items, token = decode(body)
             out.extend(items)
             if not token:
                 return out
 
-    def _read(self, resource: str, call: Callable[[], object]) -> bytes:
+    def _read(self, resource: str, call: Callable[..., object], kwargs: dict) -> bytes:
         try:
-            response = call()
-            return response.data  # type: ignore[attr-defined]
+            response = call(**kwargs)
+            try:
+                return response.data  # type: ignore[attr-defined]
+            finally:
+                response.release_conn()  # type: ignore[attr-defined]
         except ApiException as e:
             raise ClusterReadError(resource, e.status or 0, _status_message(e)) from e
-        except OSError as e:  # connection refused, TLS failure, timeouts (urllib3 errors are OSErrors)
+        except (OSError, urllib3.exceptions.HTTPError) as e:  # refused, TLS, timeouts, retries exhausted
             raise ClusterReadError(resource, 0, str(e)) from e
 
     def _notebooks(self) -> list:
@@ -171,13 +185,16 @@ class KubernetesSource:
         resource = f"/apis/{KUEUE_GROUP}"
         try:
             request = self._client.param_serialize(
-                method="GET", resource_path=resource, header_params={"Accept": "application/json"}, auth_settings=["BearerToken"]
+                method="GET",
+                resource_path=resource,
+                header_params={"Accept": "application/json"},
+                auth_settings=["BearerToken"],
             )
             response = self._client.call_api(*request)
             body = response.read()
         except ApiException as e:
             raise ClusterReadError(resource, e.status or 0, _status_message(e)) from e
-        except OSError as e:
+        except (OSError, urllib3.exceptions.HTTPError) as e:
             raise ClusterReadError(resource, 0, str(e)) from e
         if response.status == 404:
             return None
@@ -194,10 +211,9 @@ class KubernetesSource:
         for version in SUPPORTED_KUEUE_VERSIONS:
             if version in served:
                 return f"{KUEUE_GROUP}/{version}"
-        log.warning("Kueue serves %s, none of which this bot reads (%s); Workloads are skipped", served, SUPPORTED_KUEUE_VERSIONS)
+        log.warning(
+            "Kueue serves %s, none of which this bot reads (%s); Workloads are skipped",
+            served,
+            SUPPORTED_KUEUE_VERSIONS,
+        )
         return None
-
-
-def _wrap(page: tuple[dict[str, dict[str, str]], str]) -> tuple[list[dict[str, dict[str, str]]], str]:
-    labels, token = page
-    return [labels], token

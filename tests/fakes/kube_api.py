@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import sys
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -67,13 +68,14 @@ STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 @dataclass(frozen=True)
 class RecordedRequest:
     """What the fake received: ``query`` maps each parameter to its (last) value; ``body`` is the
-    parsed JSON body or ``None``."""
+    parsed JSON body or ``None``; ``authorization`` the Authorization header, if any."""
 
     method: str
     path: str
     query: Mapping[str, str]
     body: Any
     content_type: str | None
+    authorization: str | None = None
 
 
 @dataclass
@@ -181,9 +183,13 @@ class FakeKubeApi:
 
     def start(self) -> "FakeKubeApi":
         handler = type("Handler", (_Handler,), {"fake": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-kube-api", daemon=True)
+        self._server = _Server(("127.0.0.1", 0), handler)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="fake-kube-api",
+            daemon=True,
+        )
         self._thread.start()
         return self
 
@@ -260,7 +266,15 @@ class FakeKubeApi:
         self._store.resource_version += 1
         return str(self._store.resource_version)
 
-    def handle(self, method: str, raw_path: str, body: bytes, content_type: str | None) -> tuple[int, dict]:
+    def handle(
+        self,
+        method: str,
+        raw_path: str,
+        body: bytes,
+        content_type: str | None,
+        authorization: str | None = None,
+    ) -> tuple[int, dict]:
+        """Answer one request: ``(HTTP status, JSON body)``."""
         parts = urlsplit(raw_path)
         query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         parsed: Any = None
@@ -270,7 +284,9 @@ class FakeKubeApi:
             except ValueError:
                 parsed = body.decode("utf-8", "replace")
         with self._lock:
-            self._requests.append(RecordedRequest(method, parts.path, query, parsed, content_type))
+            self._requests.append(
+                RecordedRequest(method, parts.path, query, parsed, content_type, authorization)
+            )
             for inj in self._injected:
                 if inj.method == method and inj.path == parts.path and inj.times > 0:
                     inj.times -= 1
@@ -301,7 +317,9 @@ class FakeKubeApi:
                 obj = self._find(route)
                 del self._store.objects[self._key(route.rtype, route.namespace or "", route.name)]
                 return self._present(route, obj)
-        raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        raise ApiError(
+            405, "MethodNotAllowed", "the server does not allow this method on the requested resource"
+        )
 
     def _not_found(self) -> ApiError:
         return ApiError(404, "NotFound", "the server could not find the requested resource")
@@ -311,7 +329,13 @@ class FakeKubeApi:
         if versions is None:
             raise self._not_found()
         listed = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
-        return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": listed, "preferredVersion": listed[0]}
+        return {
+            "kind": "APIGroup",
+            "apiVersion": "v1",
+            "name": group,
+            "versions": listed,
+            "preferredVersion": listed[0],
+        }
 
     def _route(self, s: list[str]) -> _Route:
         if s[:2] == ["api", "v1"]:
@@ -360,7 +384,8 @@ class FakeKubeApi:
             (
                 (ns, name, obj)
                 for (g, plural, ns, name), obj in self._store.objects.items()
-                if (g, plural) == (rtype.group, rtype.plural) and (route.namespace is None or ns == route.namespace)
+                if (g, plural) == (rtype.group, rtype.plural)
+                and (route.namespace is None or ns == route.namespace)
             ),
             key=lambda t: (t[0], t[1]),
         )
@@ -385,9 +410,16 @@ class FakeKubeApi:
         meta: dict[str, Any] = {"resourceVersion": str(self._store.resource_version)}
         if more:
             last = page[-1]
-            meta["continue"] = base64.urlsafe_b64encode(json.dumps({"after": [last[0], last[1]]}).encode()).decode()
+            meta["continue"] = base64.urlsafe_b64encode(
+                json.dumps({"after": [last[0], last[1]]}).encode()
+            ).decode()
             meta["remainingItemCount"] = len(selected) - len(page)
-        return {"kind": f"{rtype.kind}List", "apiVersion": self._api_version(route), "metadata": meta, "items": items}
+        return {
+            "kind": f"{rtype.kind}List",
+            "apiVersion": self._api_version(route),
+            "metadata": meta,
+            "items": items,
+        }
 
     def _store_updated(self, route: _Route, old: dict, new: dict) -> dict:
         meta = new.setdefault("metadata", {})
@@ -412,7 +444,12 @@ class FakeKubeApi:
 
     def _patch(self, route: _Route, body: Any, content_type: str | None) -> dict:
         if content_type not in (MERGE_PATCH, STRATEGIC_MERGE_PATCH):
-            raise ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted media types include: {MERGE_PATCH}, {STRATEGIC_MERGE_PATCH}")
+            raise ApiError(
+                415,
+                "UnsupportedMediaType",
+                "the body of the request was in an unknown format - "
+                f"accepted media types include: {MERGE_PATCH}, {STRATEGIC_MERGE_PATCH}",
+            )
         if not isinstance(body, dict):
             raise ApiError(400, "BadRequest", "the patch is not a JSON object")
         old = self._find(route)
@@ -450,22 +487,35 @@ def _field_selector_matches(selector: str, obj: dict) -> bool:
         key, _, value = term.partition("!=" if negate else "=")
         value = value.lstrip("=")
         if key != "status.phase":
-            raise ApiError(400, "BadRequest", f'field label not supported: {key}')
+            raise ApiError(400, "BadRequest", f"field label not supported: {key}")
         actual = (obj.get("status") or {}).get("phase", "")
         if (actual == value) == negate:
             return False
     return True
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Clients drop idle keep-alive connections whenever they like; that is not a failure.
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
+
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeKubeApi
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes; with Nagle on, each response waits for a delayed ACK.
+    disable_nagle_algorithm = True
 
     def _serve(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip() or None
-        status, payload = self.fake.handle(self.command, self.path, body, content_type)
+        status, payload = self.fake.handle(
+            self.command, self.path, body, content_type, self.headers.get("Authorization")
+        )
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
