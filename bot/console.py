@@ -106,7 +106,7 @@ class ConsoleSession:
         if verb in _VERBS and arg.strip().lstrip("#").isdigit():
             outcome = self.approvals.press(_VERBS[verb], int(arg.strip().lstrip("#")), self.user)
             if not outcome.ok:
-                print(f"\n── only @{self.user} sees this ──\n{outcome.message}", file=self.out, flush=True)
+                print(f"\n── only @{self.user} sees this ──\n{_mrkdwn(outcome.message)}", file=self.out, flush=True)
             return outcome
         print(
             "\nType `/gpu help`, `/gpu estimate 16 a100 1w`, or `approve 1` (also snooze, exempt, deny, restore).",

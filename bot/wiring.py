@@ -58,7 +58,7 @@ def build_runtime(
     telemetry_file: str | Path | None = None,
     clock: Callable[[], datetime] = utc_now,
     group_members: Callable[[str], set[str]] | None = None,
-    out: TextIO = sys.stdout,
+    out: TextIO | None = None,
     migrate: bool = True,
 ) -> Runtime:
     """A Runtime for ``settings``; the store is migrated to the latest schema first."""
@@ -68,7 +68,7 @@ def build_runtime(
     reader, writer = cluster_access(settings, cluster_state)
     return Runtime(
         store=store,
-        chat=chat or ConsoleChat(out),
+        chat=chat or ConsoleChat(out or sys.stdout),
         cluster=reader,
         telemetry=telemetry_source(settings, telemetry_file),
         writer=writer,
