@@ -21,7 +21,9 @@ from actions.model import (
     ObjectRef,
     PriceQuote,
     ProposedAction,
+    ScalableOwner,
     TelemetrySnapshot,
+    Workload,
     parse_time,
 )
 from actions.policy import Policy, TeamDirectory
@@ -102,25 +104,62 @@ def judge_gpu(g: GpuTelemetry, policy: Policy) -> GpuEvidence:
     )
 
 
-def classify(pod: GpuPod, snapshot: ClusterSnapshot, policy: Policy) -> Consumer | None:
+class ClusterIndex:
+    """Lookups over a snapshot by namespace and name, built once per sweep so that classifying
+    every pod stays linear in the size of the cluster."""
+
+    def __init__(self, snapshot: ClusterSnapshot):
+        self.notebooks = {(n.namespace, n.name): n for n in snapshot.notebooks}
+        self.statefulsets = {(s.namespace, s.name): s for s in snapshot.statefulsets}
+        self.deployments = {(d.namespace, d.name): d for d in snapshot.deployments}
+        self.workload_by_owner: dict[tuple[str, str, str], Workload] = {}
+        for wl in snapshot.workloads:
+            for o in wl.owners:
+                self.workload_by_owner.setdefault((wl.namespace, o.kind, o.name), wl)
+
+    def scalable_owner(self, pod: GpuPod) -> ScalableOwner | None:
+        """The StatefulSet or Deployment that owns ``pod``, or ``None``.
+
+        A Deployment owns its pods through a ReplicaSet named ``<deployment>-<pod-template-hash>``;
+        the snapshot holds no ReplicaSets, so the Deployment is found by that naming rule.
+        """
+        for ref in pod.owners:
+            if ref.kind == "StatefulSet":
+                return self.statefulsets.get((pod.namespace, ref.name))
+            if ref.kind == "ReplicaSet":
+                suffix = pod.labels.get("pod-template-hash")
+                if suffix and ref.name.endswith("-" + suffix):
+                    return self.deployments.get((pod.namespace, ref.name[: -len(suffix) - 1]))
+        return None
+
+    def workload_of(self, pod: GpuPod) -> Workload | None:
+        """The Kueue Workload that admitted ``pod``: the one owned by the pod's Job (or other
+        owner), or by the pod itself (Kueue's pod integration). ``None`` if there is none."""
+        for kind, name in [(o.kind, o.name) for o in pod.owners] + [("Pod", pod.name)]:
+            wl = self.workload_by_owner.get((pod.namespace, kind, name))
+            if wl is not None:
+                return wl
+        return None
+
+
+def classify(pod: GpuPod, index: ClusterIndex, policy: Policy) -> Consumer | None:
     """The consumer a GPU pod belongs to, or ``None`` when the bot has no business with it
     (serving, plain Jobs outside Kueue, ...). Notebooks win over Kueue when both apply."""
     ns = pod.namespace
     nb_name = pod.labels.get(NOTEBOOK_LABEL)
-    if nb_name:
-        nb = next((n for n in snapshot.notebooks if n.namespace == ns and n.name == nb_name), None)
-        if nb is not None:
-            if nb.stopped:
-                return None
-            target = ObjectRef("kubeflow.org/v1", "Notebook", ns, nb.name)
-            return Consumer(
-                "idle-notebook",
-                "Notebook",
-                ns,
-                nb.name,
-                ProposedAction(ActionVerb.STOP_NOTEBOOK, target, f"stop Notebook {ns}/{nb.name}"),
-                tuple(nb.annotations.items()),
-            )
+    nb = index.notebooks.get((ns, nb_name)) if nb_name else None
+    if nb is not None:
+        if nb.stopped:
+            return None
+        target = ObjectRef("kubeflow.org/v1", "Notebook", ns, nb.name)
+        return Consumer(
+            "idle-notebook",
+            "Notebook",
+            ns,
+            nb.name,
+            ProposedAction(ActionVerb.STOP_NOTEBOOK, target, f"stop Notebook {ns}/{nb.name}"),
+            tuple(nb.annotations.items()),
+        )
     if pod.labels.get("component") == "singleuser-server":
         user = pod.labels.get("hub.jupyter.org/username", pod.name)
         # KubeSpawner pods have no owner to scale; only the Hub can stop them, so report only.
@@ -128,7 +167,7 @@ def classify(pod: GpuPod, snapshot: ClusterSnapshot, policy: Policy) -> Consumer
     if policy.notebook_selector and all(
         pod.labels.get(k) == v for k, v in policy.notebook_selector.items()
     ):
-        owner = scalable_owner(pod, snapshot)
+        owner = index.scalable_owner(pod)
         if owner is None:
             return Consumer("idle-notebook", "Pod", ns, pod.name, None)
         target = ObjectRef("apps/v1", owner.kind, ns, owner.name)
@@ -144,7 +183,7 @@ def classify(pod: GpuPod, snapshot: ClusterSnapshot, policy: Policy) -> Consumer
             ),
             tuple(owner.annotations.items()),
         )
-    wl = workload_of(pod, snapshot)
+    wl = index.workload_of(pod)
     if wl is not None and wl.admitted and wl.active and not wl.finished:
         target = ObjectRef(wl.api_version, "Workload", ns, wl.name)
         return Consumer(
@@ -159,39 +198,6 @@ def classify(pod: GpuPod, snapshot: ClusterSnapshot, policy: Policy) -> Consumer
             ),
             tuple(wl.annotations.items()),
         )
-    return None
-
-
-def scalable_owner(pod: GpuPod, snapshot: ClusterSnapshot):
-    """The StatefulSet or Deployment that owns ``pod``, or ``None``.
-
-    A Deployment owns its pods through a ReplicaSet named ``<deployment>-<pod-template-hash>``;
-    the snapshot holds no ReplicaSets, so the Deployment is found by that naming rule.
-    """
-    for ref in pod.owners:
-        if ref.kind == "StatefulSet":
-            return next(
-                (s for s in snapshot.statefulsets if s.namespace == pod.namespace and s.name == ref.name),
-                None,
-            )
-        if ref.kind == "ReplicaSet":
-            suffix = pod.labels.get("pod-template-hash")
-            name = ref.name[: -len(suffix) - 1] if suffix and ref.name.endswith("-" + suffix) else None
-            if name:
-                return next(
-                    (d for d in snapshot.deployments if d.namespace == pod.namespace and d.name == name),
-                    None,
-                )
-    return None
-
-
-def workload_of(pod: GpuPod, snapshot: ClusterSnapshot):
-    """The Kueue Workload that admitted ``pod``: the one owned by the pod's Job (or other owner),
-    or by the pod itself (Kueue's pod integration). ``None`` if there is none."""
-    owners = {(o.kind, o.name) for o in pod.owners} | {("Pod", pod.name)}
-    for wl in snapshot.workloads:
-        if wl.namespace == pod.namespace and any((o.kind, o.name) in owners for o in wl.owners):
-            return wl
     return None
 
 
@@ -236,11 +242,15 @@ def detect_idle(
     the owning object) are skipped; a pod whose GPUs lack telemetry is "unknown" and skipped.
     Returns findings sorted by USD per hour, highest first.
     """
+    index = ClusterIndex(snapshot)
+    by_pod: dict[tuple[str, str], list[GpuTelemetry]] = {}
+    for g in telemetry.gpus:
+        by_pod.setdefault((g.namespace, g.pod), []).append(g)
     groups: dict[str, tuple[Consumer, list[GpuPod]]] = {}
     for pod in snapshot.pods:
         if pod.phase != "Running" or pod.gpus <= 0:
             continue
-        consumer = classify(pod, snapshot, policy)
+        consumer = classify(pod, index, policy)
         if consumer is not None:
             groups.setdefault(consumer.key, (consumer, []))[1].append(pod)
 
@@ -257,7 +267,7 @@ def detect_idle(
         idle_since: list[datetime] = []
         complete = True
         for p in pods:
-            gpus = telemetry.for_pod(p.namespace, p.name)
+            gpus = by_pod.get((p.namespace, p.name), [])
             if len(gpus) < p.gpus:
                 complete = False  # a GPU without telemetry is unknown, so the pod is too
                 break

@@ -98,6 +98,10 @@ STATE_CHECK = f"state IN ({_ALL_STATES_SQL})"
 
 SYSTEM_ACTOR = "system"
 
+# alembic keeps the running migration's context in module globals, so two migrations in one process
+# must not overlap; between processes the PostgreSQL advisory lock in env.py takes over.
+_MIGRATE_LOCK = threading.Lock()
+
 
 class StoreError(Exception):
     """Base of the store's own errors."""
@@ -354,7 +358,6 @@ class Store:
     def __init__(self, url: str, *, echo: bool = False) -> None:
         self.url = make_url(url)
         self.engine: Engine = _create_engine(self.url, echo=echo)
-        self._migrate_lock = threading.Lock()
 
     def close(self) -> None:
         """Close every pooled connection. The store can still be used (it reconnects)."""
@@ -371,14 +374,15 @@ class Store:
     def migrate(self) -> None:
         """Bring the schema up to the newest migration (``alembic upgrade head``).
 
-        A no-op when already at head. On PostgreSQL concurrent callers (several replicas starting
-        at once) are serialised by an advisory lock taken in the migration environment, so each
-        migration runs once. Raises alembic/SQLAlchemy errors when a migration fails; the failed
-        migration's transaction is rolled back where the backend has transactional DDL.
+        A no-op when already at head. Concurrent callers are serialised: within a process by a lock,
+        and on PostgreSQL across processes (several replicas starting at once) by an advisory lock
+        taken in the migration environment, so each migration runs once. Raises alembic/SQLAlchemy
+        errors when a migration fails; the failed migration's transaction is rolled back where the
+        backend has transactional DDL.
         """
         from alembic import command
 
-        with self._migrate_lock, self.engine.begin() as connection:
+        with _MIGRATE_LOCK, self.engine.begin() as connection:
             config = alembic_config(self.url.render_as_string(hide_password=False))
             # env.py uses this connection rather than building an engine of its own, so the
             # store's engine settings (SQLite pragmas, pool) apply to migrations too.

@@ -87,10 +87,13 @@ def _section(text: str) -> dict:
     return {"type": "section", "text": {"type": "mrkdwn", "text": text[:3000]}}
 
 
+MAX_EVIDENCE_LINES = 8  # keeps the section under Slack's 3000 characters for any GPU count
+
+
 def evidence_lines(f: Finding) -> list[str]:
-    """One line per GPU: the measured signals beside the thresholds."""
+    """One line per GPU (at most ``MAX_EVIDENCE_LINES``): measured signals beside thresholds."""
     lines = []
-    for e in f.evidence:
+    for e in f.evidence[:MAX_EVIDENCE_LINES]:
         signal = (e.engine_signal or "activity").replace("DCGM_FI_", "")
         peak = "n/a" if e.peak_engine_pct is None else f"{e.peak_engine_pct:.1f}%"
         power = "n/a" if e.mean_power_w is None else f"{e.mean_power_w:.0f} W"
@@ -99,6 +102,9 @@ def evidence_lines(f: Finding) -> list[str]:
             f"• GPU {e.gpu}: peak `{signal}` {peak} (idle ≤ {e.engine_threshold_pct:g}%), "
             f"mean power {power} (idle ≤ {ceiling}), samples {e.coverage:.0%} of the window"
         )
+    hidden = len(f.evidence) - MAX_EVIDENCE_LINES
+    if hidden > 0:
+        lines.append(f"• … and {hidden} more GPUs, every one idle on the same thresholds")
     return lines
 
 

@@ -134,8 +134,12 @@ def test_idle_notebook_is_proposed_approved_stopped_and_restored(world):
     assert "kubeflow-resource-stopped" in patch["metadata"]["annotations"]
     nb = kube.get("Notebook", "ml-research", "llm-explore")
     assert "kubeflow-resource-stopped" in nb["metadata"]["annotations"]
-    message = slack.messages(CHANNELS["research"])[req.message_ts]
-    assert f"<@{APPROVER}>" in str(message["blocks"]) and "Restore" in str(message["blocks"])
+    # The message is updated right after the state change; wait for it too.
+    message = wait_for(
+        lambda: "Restore" in str(m := slack.messages(CHANNELS["research"])[req.message_ts]) and m,
+        "the updated message",
+    )
+    assert f"<@{APPROVER}>" in str(message["blocks"]) and "Done: stop Notebook" in str(message["blocks"])
 
     press(url, slack, blocks.APPROVE, req.id, APPROVER, req.message_ts, "double")
     again = wait_for(lambda: slack.responses_to("double"), "the double-click answer")

@@ -4,8 +4,12 @@ atomic state transitions a double click relies on, the audit trail and the time 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
+import time
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
@@ -116,16 +120,48 @@ def test_migration_matches_models(store: Store) -> None:
         assert removed == {"action_request", "audit_event"}
 
 
+_MIGRATE_AT = """
+import sys, time
+from actions.store import Store
+# A first migration of a throwaway database loads alembic and the scripts, so that after the
+# common start time each replica reaches its DDL within milliseconds of the others.
+with Store("sqlite://") as warm_up:
+    warm_up.migrate()
+store = Store(sys.argv[1])
+time.sleep(max(0.0, float(sys.argv[2]) - time.time()))
+store.migrate()
+store.close()
+"""
+
+
 @pytest.mark.postgres
 def test_replicas_migrating_at_once_all_succeed(postgres_url: str) -> None:
-    stores = [Store(postgres_url) for _ in range(6)]
+    # Separate processes, as replicas are: alembic's context is per process. Each one waits for a
+    # common start time after its imports, so the migrations really do overlap.
+    start_at = time.time() + 5
+    root = Path(__file__).resolve().parents[1]
+    replicas = [
+        subprocess.Popen(
+            [sys.executable, "-c", _MIGRATE_AT, postgres_url, str(start_at)],
+            cwd=root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for _ in range(6)
+    ]
+    outputs = [p.communicate(timeout=120)[0] for p in replicas]
+    assert [p.returncode for p in replicas] == [0] * len(replicas), outputs
+    with Store(postgres_url) as s, s.engine.connect() as connection:
+        assert connection.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all() == [("0001",)]
+        assert {"action_request", "audit_event"} <= set(sa.inspect(connection).get_table_names())
+
+
+def test_migrations_in_one_process_do_not_overlap(database_url: str) -> None:
+    stores = [Store(database_url) for _ in range(4)]
     try:
-        results = _race(len(stores), lambda i: stores[i].migrate())
-        assert results == [None] * len(stores)
-        with stores[0].engine.connect() as connection:
-            assert connection.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all() == [
-                ("0001",)
-            ]
+        assert _race(len(stores), lambda i: stores[i].migrate()) == [None] * len(stores)
+        assert _create(stores[0]).id is not None
     finally:
         for s in stores:
             s.close()
@@ -333,7 +369,7 @@ def test_update_fields(store: Store) -> None:
         finding_json=json.dumps({"idle_seconds": 7200}), usd_per_hour=9.0,
     )
     assert refreshed.usd_per_hour == 9.0 and refreshed.finding() == {"idle_seconds": 7200}
-    store.transition(created.id, from_states=["proposed"], to_state="expired", now=T0, actor="system", event="expired")
+    store.transition(created.id, from_states=["proposed"], to_state="expired", now=T0 + timedelta(hours=1), actor="system", event="expired")
     assert store.update_fields(created.id, now=T0, actor="system", event="updated", in_states=["proposed"], note="x") is None
     assert store.update_fields(10_000, now=T0, actor="system", event="updated", note="x") is None
     with pytest.raises(ValueError):

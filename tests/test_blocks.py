@@ -1,0 +1,69 @@
+"""Block Kit renderers: every state renders within Slack's limits with the right buttons."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from actions.model import finding_from_jsonable, to_jsonable
+from bot import blocks
+from bot.console import to_text
+from tests.test_idle import detect, fleet  # noqa: F401
+
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
+
+
+def status(state, **kw):
+    return blocks.RequestStatus(id=7, state=state, dry_run=False, expires_at=NOW + timedelta(days=1), **kw)
+
+
+@pytest.mark.parametrize(
+    "state,expected",
+    [
+        ("proposed", [blocks.APPROVE, blocks.SNOOZE, blocks.EXEMPT, blocks.DENY]),
+        ("done", [blocks.RESTORE]),
+        ("snoozed", []),
+        ("superseded", []),
+        ("restored", []),
+    ],
+)
+def test_buttons_follow_the_state(fleet, state, expected):  # noqa: F811
+    (finding,) = detect(*fleet)
+    message = blocks.proposal_message(finding, status(state, decided_by="U1", decided_at=NOW))
+    actions = [e for b in message.blocks if b["type"] == "actions" for e in b["elements"]]
+    assert [a["action_id"] for a in actions] == expected
+    assert all(a["value"] == "7" for a in actions)
+
+
+def test_many_gpus_stay_within_slack_limits(fleet):  # noqa: F811
+    (finding,) = detect(*fleet)
+    big = dataclasses.replace(finding, evidence=finding.evidence * 64, gpus=64)
+    message = blocks.proposal_message(big, status("proposed"))
+    assert len(message.blocks) <= 50
+    for b in message.blocks:
+        if b["type"] == "section" and "text" in b:
+            assert len(b["text"]["text"]) <= 3000
+    assert "56 more GPUs" in json.dumps(message.blocks)
+
+
+def test_a_finding_survives_the_store_round_trip_and_renders_the_same(fleet):  # noqa: F811
+    (finding,) = detect(*fleet)
+    back = finding_from_jsonable(json.loads(json.dumps(to_jsonable(finding))))
+    assert back == finding
+    assert blocks.proposal_message(back, status("proposed")) == blocks.proposal_message(finding, status("proposed"))
+
+
+def test_console_rendering_turns_buttons_into_commands(fleet):  # noqa: F811
+    (finding,) = detect(*fleet)
+    text = to_text(blocks.proposal_message(finding, status("proposed")))
+    assert "[approve 7] [snooze 7] [exempt 7] [deny 7]" in text
+    assert "$12.29/h" in text and "*" not in text
+
+
+def test_durations_and_money_read_naturally():
+    assert blocks.duration(93784) == "1d 2h"
+    assert blocks.duration(5400) == "1h 30m"
+    assert blocks.usd(8064) == "$8,064.00"
