@@ -219,23 +219,36 @@ class Approvals:
             return None, Outcome(False, f"Request #{req.id} expired; the next sweep proposes it again if it is still idle.")
         return req, None
 
-    def approve(self, request_id: int, user: str) -> Outcome:
-        """Approve, re-check the evidence, then act (or record a dry run)."""
+    def _decide(
+        self, request_id: int, user: str, verb: str, *, from_state: str, to_state: str,
+        anyone: bool = False, **fields,
+    ) -> tuple[ActionRequest | None, Outcome | None, datetime]:
+        """Load the request, check it is in ``from_state`` and that ``user`` may press (an
+        approver unless ``anyone``), then move it to ``to_state`` atomically, recording who and
+        when. Returns (request, None, now) on success, (None, refusal, now) otherwise."""
         now = self.rt.clock()
-        req, refusal = self._load_open(request_id, user, "approve", now)
+        req, refusal = self._load_open(request_id, user, verb, now, states=(from_state,))
+        if refusal is None and not anyone:
+            refusal = self._refuse_unless_approver(req, user, verb, now)
         if refusal:
-            return refusal
-        refusal = self._refuse_unless_approver(req, user, "approve", now)
-        if refusal:
-            return refusal
+            return None, refusal, now
+        event = fields.pop("event", to_state)
         req = self.rt.store.transition(
-            req.id, from_states=["proposed"], to_state="approved", now=now, actor=user,
-            event="approved", decided_by=user, decided_at=now, note="Re-checking before acting.",
+            req.id, from_states=[from_state], to_state=to_state, now=now, actor=user,
+            event=event, decided_by=user, decided_at=now, **fields,
         )
         if req is None:
-            return Outcome(False, f"Request #{request_id} was decided a moment ago by someone else.")
+            return None, Outcome(False, f"Request #{request_id} was decided a moment ago by someone else."), now
         self.refresh_message(req, now)
-        return self._act(req, user, now)
+        return req, None, now
+
+    def approve(self, request_id: int, user: str) -> Outcome:
+        """Approve, re-check the evidence, then act (or record a dry run)."""
+        req, refusal, now = self._decide(
+            request_id, user, "approve", from_state="proposed", to_state="approved",
+            note="Re-checking before acting.",
+        )
+        return refusal or self._act(req, user, now)
 
     def _act(self, req: ActionRequest, user: str, now: datetime) -> Outcome:
         store = self.rt.store
@@ -286,25 +299,14 @@ class Approvals:
         self.refresh_message(req, now)
         return Outcome(True, f"Request #{req.id}: {action.summary}.")
 
-    def _hold(self, request_id: int, user: str, verb: str, state: str, seconds: float | None) -> Outcome:
-        now = self.rt.clock()
-        req, refusal = self._load_open(request_id, user, verb, now)
-        if refusal:
-            return refusal
+    def _hold(self, request_id: int, user: str, verb: str, state: str, seconds: float) -> Outcome:
+        until = self.rt.clock() + timedelta(seconds=seconds)
         # Snoozing only delays a question, so anyone may; exempting and denying decide it.
-        if verb != "snooze":
-            refusal = self._refuse_unless_approver(req, user, verb, now)
-            if refusal:
-                return refusal
-        until = now + timedelta(seconds=seconds) if seconds else None
-        done = self.rt.store.transition(
-            req.id, from_states=["proposed"], to_state=state, now=now, actor=user, event=state,
-            decided_by=user, decided_at=now, until=until, note=None,
+        req, refusal, _ = self._decide(
+            request_id, user, verb, from_state="proposed", to_state=state, anyone=verb == "snooze",
+            until=until, note=None,
         )
-        if done is None:
-            return Outcome(False, f"Request #{request_id} was decided a moment ago by someone else.")
-        self.refresh_message(done, now)
-        return Outcome(True, f"Request #{request_id} {state}" + (f" until {blocks.short_time(until)}." if until else "."))
+        return refusal or Outcome(True, f"Request #{request_id} {state} until {blocks.short_time(until)}.")
 
     def snooze(self, request_id: int, user: str) -> Outcome:
         """Ask again after ``policy.snooze_seconds`` (default 4 h) if still idle."""
@@ -320,19 +322,12 @@ class Approvals:
 
     def restore(self, request_id: int, user: str) -> Outcome:
         """Undo a done action exactly (annotation removed, replicas restored, Workload active)."""
-        now = self.rt.clock()
-        req, refusal = self._load_open(request_id, user, "restore", now, states=("done",))
-        if refusal:
-            return refusal
-        refusal = self._refuse_unless_approver(req, user, "restore", now)
-        if refusal:
-            return refusal
-        req = self.rt.store.transition(
-            req.id, from_states=["done"], to_state="restoring", now=now, actor=user,
-            event="restore-requested", decided_by=user, decided_at=now, note="Restoring.",
+        req, refusal, now = self._decide(
+            request_id, user, "restore", from_state="done", to_state="restoring",
+            event="restore-requested", note="Restoring.",
         )
-        if req is None:
-            return Outcome(False, f"Request #{request_id} is being restored already.")
+        if refusal:
+            return refusal
         finding = finding_of(req)
         undo = json.loads(req.undo_json or "{}")
         if not req.dry_run:
