@@ -146,3 +146,25 @@ def test_demo_runs_the_whole_loop_unattended():
     stopped = out.split("GPU pods running now:")[1].split("\n")[0]
     restored = out.split("GPU pods running now:")[2].split("\n")[0]
     assert "llm-explore-0" not in stopped and "llm-explore-0" in restored
+
+
+def test_interactive_demo_takes_presses_at_the_prompt():
+    result = runner.invoke(app, ["demo", "--interactive"], input="/gpu help\napprove 1\nrestore 1\nquit\n")
+    assert result.exit_code == 0, result.output
+    assert "/gpu estimate" in result.output  # the help answer
+    assert "Done: stop Notebook ml-research/llm-explore" in result.output
+    assert "Restored: undid stop Notebook" in result.output
+
+
+def test_run_with_the_console_chat_answers_commands(tmp_path):
+    env = {"GPU_COST_BOT_DATABASE_URL": f"sqlite:///{tmp_path / 'bot.db'}"}
+    result = runner.invoke(
+        app,
+        ["run", "--chat", "console", "--cluster-state", str(DEMO / "cluster.json"),
+         "--telemetry", str(DEMO / "telemetry.json")],
+        input="/gpu estimate 4 gpus 10h at $3/hr\nquit\n",
+        env=env,
+    )
+    assert result.exit_code == 0, result.output
+    assert "$120.00" in result.output
+    assert (tmp_path / "bot.db").exists()  # migrated at start
