@@ -7,10 +7,13 @@ Lookup order of :meth:`PriceBook.quote`, first hit wins:
 
 1. config override for the instance type (``prices.instance_types``), field by field over the
    catalog entry, so an override of the on-demand rate keeps the catalog's spot rate;
-2. the bundled catalog entry for the instance type;
-3. the config flat price for the GPU family (``prices.gpu_families``, for on-prem or reserved
+2. live prices fetched from the cloud provider (``PriceBook(..., live=...)``, see
+   :class:`LivePrice` and ``actions.sources.aws_prices``; only when ``prices.aws.enabled``), also
+   field by field: a configured on-demand rate still leaves the live spot price in use;
+3. the bundled catalog entry for the instance type;
+4. the config flat price for the GPU family (``prices.gpu_families``, for on-prem or reserved
    capacity, the same for every capacity type);
-4. the catalog default for the GPU family: the median per-GPU-hour price over the catalog entries
+5. the catalog default for the GPU family: the median per-GPU-hour price over the catalog entries
    of that family (spot median for spot capacity);
 
 and otherwise :class:`PriceNotFound`.
@@ -27,12 +30,13 @@ from __future__ import annotations
 import json
 import statistics
 from dataclasses import dataclass
+from datetime import datetime
 from importlib import resources
 from typing import Any, Iterable, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from actions.model import CapacityType, PriceQuote
+from actions.model import CapacityType, PriceQuote, format_time
 from actions.policy import DEFAULT_IDLE_POWER_WATTS, gpu_family
 
 BUNDLED_CATALOG = "prices.json"  # in the package's data/ directory
@@ -229,6 +233,46 @@ class FamilyPriceOverride(BaseModel):
     as_of: str | None = Field(None, description="when this rate was agreed or checked")
 
 
+class AwsLivePrices(BaseModel):
+    """The ``prices.aws`` section: fetch AWS prices live instead of trusting the bundled catalog.
+
+    Off by default (it needs AWS credentials allowed ``pricing:GetProducts`` and
+    ``ec2:DescribeSpotPriceHistory``). ``region`` is the cluster's AWS region: spot prices are read
+    there and on-demand prices are those the Pricing API lists for it. Prices are refreshed every
+    ``refresh_seconds`` (default one day) into the store; a cached price older than
+    ``max_age_seconds`` (default three refresh periods, so one or two failed refreshes do not
+    lose it) is ignored and the catalog answers again. ``instance_types`` defaults to every AWS
+    instance type of the bundled catalog (see :meth:`fetch_types`).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    region: str = Field("us-east-1", pattern=r"^[a-z]{2}(-[a-z]+)+-\d+$")
+    refresh_seconds: float = Field(86400, ge=300)
+    max_age_seconds: float | None = Field(None, gt=0)
+    instance_types: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _max_age_covers_refresh(self) -> "AwsLivePrices":
+        if self.max_age_seconds is not None and self.max_age_seconds < self.refresh_seconds:
+            raise ValueError(
+                f"max_age_seconds ({self.max_age_seconds:g}) is shorter than refresh_seconds "
+                f"({self.refresh_seconds:g}): cached prices would expire before the next refresh"
+            )
+        return self
+
+    def max_age(self) -> float:
+        """Seconds after which a cached live price is ignored."""
+        return self.max_age_seconds if self.max_age_seconds is not None else 3 * self.refresh_seconds
+
+    def fetch_types(self, catalog: "PriceCatalog") -> list[str]:
+        """The instance types to fetch: ``instance_types`` if set, else the catalog's AWS ones."""
+        if self.instance_types is not None:
+            return list(self.instance_types)
+        return [e.instance_type for e in catalog.entries if e.cloud == "aws"]
+
+
 class PriceOverrides(BaseModel):
     """The ``prices`` section of the config.
 
@@ -241,6 +285,7 @@ class PriceOverrides(BaseModel):
 
     instance_types: dict[str, InstancePriceOverride] = Field(default_factory=dict)
     gpu_families: dict[str, FamilyPriceOverride] = Field(default_factory=dict)
+    aws: AwsLivePrices = Field(default_factory=AwsLivePrices)
 
     @field_validator("gpu_families")
     @classmethod
@@ -269,6 +314,30 @@ def family_key(gpu_model: str) -> str:
     return gpu_family(gpu_model) or gpu_model.strip().upper()
 
 
+# --- live prices -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LivePrice:
+    """One instance type's price as a cloud provider's API reported it, USD per instance-hour.
+
+    ``source`` names the API and how the figure was derived (e.g. ``"AWS Pricing API (on-demand,
+    us-east-1)"`` or ``"EC2 spot price history (us-east-1, median of 5 AZs)"``); ``as_of`` is the
+    aware UTC time it was fetched, when it was known to be current; ``region`` the cloud region it
+    applies to.
+    """
+
+    instance_type: str
+    capacity_type: CapacityType
+    usd_per_hour: float
+    source: str
+    as_of: datetime
+    region: str
+
+
+LiveKey = tuple[str, CapacityType]
+
+
 # --- the lookup ------------------------------------------------------------------------------------
 
 
@@ -280,14 +349,28 @@ class _InstancePrice:
 
 
 class PriceBook:
-    """Answers "what does one GPU of this node cost per hour" from the catalog and the config.
+    """Answers "what does one GPU of this node cost per hour" from the catalog, the config and,
+    when given, live prices.
 
-    Pure: no I/O after construction.
+    ``live`` maps ``(instance_type, capacity_type)`` to a :class:`LivePrice` (USD per
+    instance-hour; only ``ON_DEMAND`` and ``SPOT`` keys are consulted; instance types match as in
+    :func:`instance_key`). A live price needs the instance's GPU count from the catalog or from
+    ``prices.instance_types.<type>.gpus``. Pure: no I/O after construction.
     """
 
-    def __init__(self, catalog: PriceCatalog, overrides: PriceOverrides | None = None):
+    def __init__(
+        self,
+        catalog: PriceCatalog,
+        overrides: PriceOverrides | None = None,
+        live: Mapping[LiveKey, LivePrice] | None = None,
+    ):
         self.catalog = catalog
         self.overrides = overrides or PriceOverrides()
+        self.live: dict[LiveKey, LivePrice] | None = (
+            None
+            if live is None
+            else {(instance_key(t), CapacityType(c)): p for (t, c), p in live.items()}
+        )
 
     def quote(
         self, instance_type: str | None, capacity_type: CapacityType, gpu_model: str | None
@@ -354,13 +437,20 @@ class PriceBook:
     ) -> PriceQuote | None:
         found = self.overrides.instance(instance_type)
         entry = self.catalog.entry(instance_type)
+        live_od = self._live(instance_type, CapacityType.ON_DEMAND)
+        live_spot = self._live(instance_type, CapacityType.SPOT)
         tried.append(
             f"config prices.instance_types.{instance_type}: {'set' if found else 'not set'}"
         )
+        if self.live is not None:
+            tried.append(
+                f"live prices for {instance_type}: "
+                + ("found" if live_od or live_spot else "none fetched or all too old")
+            )
         tried.append(
             f"bundled catalog instance type {instance_type}: {'found' if entry else 'not listed'}"
         )
-        if found is None and entry is None:
+        if found is None and entry is None and live_od is None and live_spot is None:
             return None
         name, override = found if found else (instance_type, None)
         gpus = (override.gpus if override and override.gpus else None) or (entry.gpus if entry else None)
@@ -381,6 +471,12 @@ class PriceBook:
                 (override.as_of if override else None) or "",
             )
 
+        def from_live(live: LivePrice | None) -> _InstancePrice | None:
+            if live is None:
+                return None
+            fetched = format_time(live.as_of)
+            return _InstancePrice(live.usd_per_hour, f"{live.source}, fetched {fetched}", fetched)
+
         def from_catalog(spot: bool) -> _InstancePrice | None:
             if entry is None:
                 return None
@@ -396,10 +492,16 @@ class PriceBook:
                 entry.on_demand_usd_per_hour, f"bundled catalog: {entry.source}", entry.as_of
             )
 
-        on_demand = from_override("on_demand_usd_per_hour", "on-demand") or from_catalog(False)
+        on_demand = (
+            from_override("on_demand_usd_per_hour", "on-demand")
+            or from_live(live_od)
+            or from_catalog(False)
+        )
         price: _InstancePrice | None
         if capacity is CapacityType.SPOT:
-            price = from_override("spot_usd_per_hour", "spot") or from_catalog(True)
+            price = (
+                from_override("spot_usd_per_hour", "spot") or from_live(live_spot) or from_catalog(True)
+            )
             if price is None and on_demand is not None:
                 price = _with_note(on_demand, "no spot price known, priced at on-demand")
         elif capacity is CapacityType.RESERVED:
@@ -423,6 +525,11 @@ class PriceBook:
             instance_type=instance_type,
             gpu_model=family,
         )
+
+    def _live(self, instance_type: str, capacity: CapacityType) -> LivePrice | None:
+        if self.live is None:
+            return None
+        return self.live.get((instance_key(instance_type), capacity))
 
     def _family_quote(
         self,

@@ -1,4 +1,6 @@
-"""The bot's database: action requests, their state machine, and the audit trail.
+"""The bot's database: action requests, their state machine, and the audit trail; also the cache
+of live prices (``PriceCache``), team budgets (``TeamBudget``) and the alerts already sent
+(``AlertRecord``, one row per team, kind and period, so each alert fires once across replicas).
 
 An ``ActionRequest`` is one proposal to act on one finding (stop a notebook, scale a StatefulSet to
 zero, deactivate a Workload), from the moment it is posted to Slack until it is restored, expires or
@@ -42,7 +44,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Field, Session, SQLModel, col, select
 
-from actions.model import ActionVerb, ObjectRef, to_jsonable
+from actions.model import ActionVerb, CapacityType, ObjectRef, to_jsonable
+from actions.prices import LivePrice
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -268,6 +271,105 @@ class AuditEvent(StoreModel, table=True):
         return json.loads(self.detail_json)
 
 
+class PriceCache(StoreModel, table=True):
+    """The last live price fetched for one instance type, capacity type and region.
+
+    ``usd_per_hour`` is USD per instance-hour; ``source`` says which API and how (see
+    ``actions.prices.LivePrice``); ``as_of`` is when the price was known current, ``fetched_at``
+    when it was written here (both aware UTC). One row per (instance type, capacity type, region):
+    a refresh replaces it.
+    """
+
+    __tablename__ = "price_cache"
+
+    instance_type: str = Field(sa_type=sa.String, primary_key=True)
+    capacity_type: str = Field(sa_type=sa.String, primary_key=True)
+    region: str = Field(sa_type=sa.String, primary_key=True)
+    usd_per_hour: float = Field(sa_type=sa.Float)
+    source: str = Field(sa_type=sa.Text)
+    as_of: datetime = Field(sa_type=UTCDateTime)
+    fetched_at: datetime = Field(sa_type=UTCDateTime)
+
+    def live_price(self) -> LivePrice:
+        """This row as the ``LivePrice`` it was stored from."""
+        return LivePrice(
+            instance_type=self.instance_type,
+            capacity_type=CapacityType(self.capacity_type),
+            usd_per_hour=self.usd_per_hour,
+            source=self.source,
+            as_of=self.as_of,
+            region=self.region,
+        )
+
+
+class TeamBudget(StoreModel, table=True):
+    """A team's monthly GPU budget in USD per calendar month, who set it (a Slack user id) and when
+    (aware UTC)."""
+
+    __tablename__ = "team_budget"
+
+    team: str = Field(sa_type=sa.String, primary_key=True)
+    usd_per_month: float = Field(sa_type=sa.Float)
+    set_by: str = Field(sa_type=sa.String)
+    set_at: datetime = Field(sa_type=UTCDateTime)
+
+
+ALERT_KINDS: frozenset[str] = frozenset(
+    {
+        "budget-50",
+        "budget-80",
+        "budget-100",
+        "budget-forecast",
+        "queue-wait",
+        "idle-on-demand",
+        "spot-ratio",
+    }
+)
+
+
+class AlertRecord(StoreModel, table=True):
+    """One alert that fired, so that it fires once: at most one row per (team, kind, period_key).
+
+    ``kind`` is one of ``ALERT_KINDS``; ``period_key`` says what the alert is about: the month
+    (``"2026-11"``) for budget thresholds, a Workload uid or ClusterQueue name for queue waits.
+    ``channel``/``message_ts`` locate the Slack message once posted; ``snoozed_until`` (aware UTC)
+    silences follow-ups until then.
+    """
+
+    __tablename__ = "alert_record"
+    __table_args__ = (sa.UniqueConstraint("team", "kind", "period_key"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    team: str = Field(sa_type=sa.String)
+    kind: str = Field(sa_type=sa.String)
+    period_key: str = Field(sa_type=sa.String)
+    fired_at: datetime = Field(sa_type=UTCDateTime)
+    channel: str | None = Field(default=None, sa_type=sa.String, nullable=True)
+    message_ts: str | None = Field(default=None, sa_type=sa.String, nullable=True)
+    snoozed_until: datetime | None = Field(default=None, sa_type=UTCDateTime, nullable=True)
+
+
+class JobRun(StoreModel, table=True):
+    """One run of a scheduled job, claimed before it starts: at most one row per (job id, scheduled
+    time), so a job whose run two schedulers both fire (a leader that stalled past its lease and
+    the replica that took over) runs once. ``scheduled_at`` is the run's nominal fire time,
+    ``started_at``/``finished_at`` wall clock (aware UTC), ``holder`` the replica that claimed it
+    (pod name), ``outcome`` ``ok``/``error`` once finished (None while running or when the holder
+    died mid-run)."""
+
+    __tablename__ = "job_run"
+    __table_args__ = (sa.UniqueConstraint("job_id", "scheduled_at"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    job_id: str = Field(sa_type=sa.String)
+    scheduled_at: datetime = Field(sa_type=UTCDateTime)
+    holder: str = Field(sa_type=sa.String)
+    started_at: datetime = Field(sa_type=UTCDateTime)
+    finished_at: datetime | None = Field(default=None, sa_type=UTCDateTime, nullable=True)
+    outcome: str | None = Field(default=None, sa_type=sa.String, nullable=True)
+    detail: str | None = Field(default=None, sa_type=sa.Text, nullable=True)
+
+
 metadata = StoreModel.metadata
 
 # Columns a caller may set through transition() and update_fields(); the rest (id, key, state,
@@ -343,7 +445,7 @@ def _states(states: Iterable[str], what: str) -> list[str]:
 
 
 class Store:
-    """Action requests and audit events in a SQL database.
+    """Action requests, audit events, cached prices, budgets and alert records in a SQL database.
 
     ``url`` is a SQLAlchemy URL: ``sqlite:///relative.db``, ``sqlite:////abs/path.db``,
     ``sqlite://`` (in memory, one connection: demos and single-threaded use only) or
@@ -514,6 +616,16 @@ class Store:
         with self._session() as session:
             return list(session.exec(query).all())
 
+    def count_by_state(self) -> dict[str, int]:
+        """How many requests are in each state, ``{state: count}``, every state in ``STATES``
+        present (0 when none), in one ``GROUP BY`` query. Cheap enough for a readiness probe."""
+        query = select(ActionRequest.state, sa.func.count()).group_by(ActionRequest.state)
+        counts = dict.fromkeys(sorted(str(s) for s in STATES), 0)
+        with self._session() as session:
+            for state, count in session.exec(query).all():
+                counts[state] = int(count)
+        return counts
+
     def transition(
         self,
         request_id: int,
@@ -660,7 +772,291 @@ class Store:
         with self._session() as session:
             return list(session.exec(query).all())
 
+    # -- live prices --
+
+    def put_prices(self, rows: Iterable[LivePrice], now: datetime) -> int:
+        """Cache live prices, replacing the row of the same (instance type, capacity type, region)
+        and stamping ``fetched_at = now``. One transaction. Returns the number of rows written.
+
+        Raises ValueError for a naive ``now`` or ``as_of``, or a price that is not > 0 USD/hour.
+        """
+        now = _utc(now)
+        values = []
+        for row in rows:
+            if not row.usd_per_hour > 0:
+                raise ValueError(f"{row.instance_type} {row.capacity_type}: price {row.usd_per_hour} is not > 0")
+            values.append(
+                dict(
+                    instance_type=row.instance_type,
+                    capacity_type=CapacityType(row.capacity_type).value,
+                    region=row.region,
+                    usd_per_hour=float(row.usd_per_hour),
+                    source=row.source,
+                    as_of=_utc(row.as_of, "as_of"),
+                    fetched_at=now,
+                )
+            )
+        if not values:
+            return 0
+        table = PriceCache.__table__
+        keys = ("instance_type", "capacity_type", "region")
+        with self._session() as session, session.begin():
+            connection = session.connection()
+            for value in values:
+                statement = self._insert(table).values(**value)
+                connection.execute(
+                    statement.on_conflict_do_update(
+                        index_elements=list(keys),
+                        set_={k: statement.excluded[k] for k in value if k not in keys},
+                    )
+                )
+        return len(values)
+
+    def cached_prices(self, region: str, max_age_seconds: float, now: datetime) -> list[LivePrice]:
+        """Cached prices of ``region`` fetched at most ``max_age_seconds`` before ``now``, by
+        instance type then capacity type. Older rows are left out (not deleted)."""
+        now = _utc(now)
+        oldest = now - timedelta(seconds=max_age_seconds)
+        query = (
+            select(PriceCache)
+            .where(PriceCache.region == region, col(PriceCache.fetched_at) >= oldest)
+            .order_by(col(PriceCache.instance_type), col(PriceCache.capacity_type))
+        )
+        with self._session() as session:
+            return [row.live_price() for row in session.exec(query).all()]
+
+    # -- budgets --
+
+    def set_budget(self, team: str, usd: float, by: str, now: datetime) -> TeamBudget:
+        """Set ``team``'s budget to ``usd`` USD per calendar month (replacing any), recording who
+        and when, and audit it as ``budget-set``. Returns the stored budget. Raises ValueError for
+        an empty team or ``usd`` not > 0."""
+        now = _utc(now)
+        if not team:
+            raise ValueError("team is empty")
+        if not usd > 0:
+            raise ValueError(f"a budget must be more than 0 USD per month, got {usd}")
+        value = dict(team=team, usd_per_month=float(usd), set_by=by, set_at=now)
+        table = TeamBudget.__table__
+        with self._session() as session, session.begin():
+            previous = session.get(TeamBudget, team)
+            before = previous.usd_per_month if previous else None
+            statement = self._insert(table).values(**value)
+            session.connection().execute(
+                statement.on_conflict_do_update(
+                    index_elements=["team"],
+                    set_={k: statement.excluded[k] for k in value if k != "team"},
+                )
+            )
+            session.add(
+                AuditEvent(
+                    at=now,
+                    actor=by,
+                    event="budget-set",
+                    detail_json=_detail_json(
+                        {"team": team, "usd_per_month": float(usd), "previous_usd_per_month": before}
+                    ),
+                )
+            )
+        return TeamBudget(**value)
+
+    def remove_budget(self, team: str, by: str, now: datetime) -> bool:
+        """Remove ``team``'s budget, audited as ``budget-removed``. False when it had none."""
+        now = _utc(now)
+        table = TeamBudget.__table__
+        with self._session() as session, session.begin():
+            result = session.connection().execute(sa.delete(table).where(table.c.team == team))
+            if result.rowcount != 1:
+                return False
+            session.add(
+                AuditEvent(at=now, actor=by, event="budget-removed", detail_json=_detail_json({"team": team}))
+            )
+        return True
+
+    def budget(self, team: str) -> TeamBudget | None:
+        """``team``'s budget, or None when none is set."""
+        with self._session() as session:
+            return session.get(TeamBudget, team)
+
+    def budgets(self) -> list[TeamBudget]:
+        """Every team's budget, by team name."""
+        with self._session() as session:
+            return list(session.exec(select(TeamBudget).order_by(col(TeamBudget.team))).all())
+
+    # -- alerts --
+
+    def record_alert(
+        self,
+        team: str,
+        kind: str,
+        period_key: str,
+        now: datetime,
+        channel: str | None = None,
+        message_ts: str | None = None,
+    ) -> bool:
+        """Claim the alert ``(team, kind, period_key)``: True when this call recorded it, False when
+        it was already recorded (by this or another replica; the database decides, so of callers
+        racing for the same alert exactly one gets True). Call it before posting and post only on
+        True; then :meth:`set_alert_message` records where the message went.
+
+        Raises ValueError for a ``kind`` not in ``ALERT_KINDS`` or an empty team or period key.
+        """
+        now = _utc(now)
+        if kind not in ALERT_KINDS:
+            raise ValueError(f"unknown alert kind {kind!r}; kinds are {sorted(ALERT_KINDS)}")
+        if not team or not period_key:
+            raise ValueError("team and period_key must not be empty")
+        statement = (
+            self._insert(AlertRecord.__table__)
+            .values(
+                team=team,
+                kind=kind,
+                period_key=period_key,
+                fired_at=now,
+                channel=channel,
+                message_ts=message_ts,
+            )
+            .on_conflict_do_nothing(index_elements=["team", "kind", "period_key"])
+        )
+        with self._session() as session, session.begin():
+            return session.connection().execute(statement).rowcount == 1
+
+    def alert(self, team: str, kind: str, period_key: str) -> AlertRecord | None:
+        """The recorded alert ``(team, kind, period_key)``, or None."""
+        with self._session() as session:
+            return session.exec(
+                select(AlertRecord).where(
+                    AlertRecord.team == team,
+                    AlertRecord.kind == kind,
+                    AlertRecord.period_key == period_key,
+                )
+            ).first()
+
+    def get_alert(self, alert_id: int) -> AlertRecord | None:
+        """The alert with this id, or None."""
+        with self._session() as session:
+            return session.get(AlertRecord, alert_id)
+
+    def set_alert_message(self, alert_id: int, channel: str, message_ts: str) -> AlertRecord | None:
+        """Record the Slack message an alert was posted as. Returns the updated alert, or None when
+        there is no alert ``alert_id``."""
+        table = AlertRecord.__table__
+        with self._session() as session, session.begin():
+            result = session.connection().execute(
+                sa.update(table).where(table.c.id == alert_id).values(channel=channel, message_ts=message_ts)
+            )
+            if result.rowcount != 1:
+                return None
+            return session.exec(
+                select(AlertRecord)
+                .where(AlertRecord.id == alert_id)
+                .execution_options(populate_existing=True)
+            ).one()
+
+    def snooze_alert(
+        self, alert_id: int, until: datetime, actor: str, now: datetime
+    ) -> AlertRecord | None:
+        """Silence an alert's follow-ups until ``until`` (aware UTC) and audit it as
+        ``alert-snoozed`` (by ``actor``, a Slack user id), in one transaction. Returns the updated
+        alert, or None (writing nothing) when there is no alert ``alert_id``. Raises ValueError for
+        naive datetimes."""
+        now = _utc(now)
+        until = _utc(until, "until")
+        table = AlertRecord.__table__
+        with self._session() as session, session.begin():
+            result = session.connection().execute(
+                sa.update(table).where(table.c.id == alert_id).values(snoozed_until=until)
+            )
+            if result.rowcount != 1:
+                return None
+            record = session.exec(
+                select(AlertRecord)
+                .where(AlertRecord.id == alert_id)
+                .execution_options(populate_existing=True)
+            ).one()
+            session.add(
+                AuditEvent(
+                    at=now,
+                    actor=actor,
+                    event="alert-snoozed",
+                    detail_json=_detail_json(
+                        {
+                            "alert_id": alert_id,
+                            "team": record.team,
+                            "kind": record.kind,
+                            "period_key": record.period_key,
+                            "until": until,
+                        }
+                    ),
+                )
+            )
+            return record
+
+    def alerts(self, team: str | None = None) -> list[AlertRecord]:
+        """Recorded alerts, oldest first (``fired_at``, then id), optionally only ``team``'s."""
+        query = select(AlertRecord)
+        if team is not None:
+            query = query.where(AlertRecord.team == team)
+        query = query.order_by(col(AlertRecord.fired_at), col(AlertRecord.id))
+        with self._session() as session:
+            return list(session.exec(query).all())
+
+    # -- scheduled job runs --
+
+    def claim_job_run(self, job_id: str, scheduled_at: datetime, holder: str, now: datetime) -> int | None:
+        """Claim the run of ``job_id`` due at ``scheduled_at`` for ``holder``: the new run's id when
+        this call claimed it, None when it was already claimed (by this or another replica; the
+        database decides, so of racing callers exactly one gets an id). Raises ValueError for
+        naive datetimes or an empty job id."""
+        if not job_id:
+            raise ValueError("job_id is empty")
+        statement = (
+            self._insert(JobRun.__table__)
+            .values(job_id=job_id, scheduled_at=_utc(scheduled_at, "scheduled_at"), holder=holder, started_at=_utc(now))
+            .on_conflict_do_nothing(index_elements=["job_id", "scheduled_at"])
+        )
+        with self._session() as session, session.begin():
+            result = session.connection().execute(statement)
+            if result.rowcount != 1:
+                return None
+        with self._session() as session:
+            run = session.exec(
+                select(JobRun).where(JobRun.job_id == job_id, JobRun.scheduled_at == _utc(scheduled_at, "scheduled_at"))
+            ).one()
+            return run.id
+
+    def finish_job_run(self, run_id: int, outcome: str, now: datetime, detail: str | None = None) -> None:
+        """Record how the claimed run ``run_id`` ended: ``outcome`` ``ok`` or ``error`` (with
+        ``detail``, e.g. the exception). Raises ValueError for another outcome."""
+        if outcome not in ("ok", "error"):
+            raise ValueError(f"outcome must be 'ok' or 'error', got {outcome!r}")
+        table = JobRun.__table__
+        with self._session() as session, session.begin():
+            session.connection().execute(
+                sa.update(table).where(table.c.id == run_id).values(finished_at=_utc(now), outcome=outcome, detail=detail)
+            )
+
+    def job_runs(self, job_id: str | None = None) -> list[JobRun]:
+        """Claimed runs, oldest scheduled first, optionally only ``job_id``'s."""
+        query = select(JobRun)
+        if job_id is not None:
+            query = query.where(JobRun.job_id == job_id)
+        with self._session() as session:
+            return list(session.exec(query.order_by(col(JobRun.scheduled_at), col(JobRun.id))).all())
+
     # -- internals --
+
+    def _insert(self, table: sa.Table) -> Any:
+        # Both backends can resolve a conflict inside the INSERT itself, which is what lets
+        # replicas race for the same row without one of them seeing an IntegrityError.
+        backend = self.engine.dialect.name
+        if backend == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+        elif backend == "sqlite":
+            from sqlalchemy.dialects.sqlite import insert
+        else:
+            raise StoreError(f"upserts need PostgreSQL or SQLite, not {backend}")
+        return insert(table)
 
     def _session(self) -> Session:
         # Rows are handed to callers after the session closes; keep their loaded attributes.

@@ -69,6 +69,78 @@ class SweepSettings(BaseModel):
     interval_seconds: float = Field(900, ge=60)
 
 
+class ServerSettings(BaseModel):
+    """The bot's own HTTP endpoints and logs. ``port`` serves ``/healthz``, ``/readyz`` and
+    ``/metrics`` (and, in Slack HTTP mode, nothing else: Slack events use ``slack.http_port``;
+    give both the same port to serve everything on one). ``log_format`` ``json`` writes one JSON
+    object per line (for log pipelines), ``text`` a human line."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    port: int = Field(8080, ge=1, le=65535)
+    log_format: Literal["json", "text"] = "json"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    shutdown_grace_seconds: float = Field(25, gt=0, description="how long an action in flight may take to finish on SIGTERM")
+
+
+class LeaderElectionSettings(BaseModel):
+    """One replica runs the scheduled jobs, chosen by a coordination.k8s.io/v1 Lease; every replica
+    answers Slack. Off for a single replica. ``namespace`` defaults to the pod's own (the service
+    account's namespace file, else ``POD_NAMESPACE``); ``identity`` to the pod name (``HOSTNAME``).
+    A leader renews every ``retry_period_seconds``; one that could not renew for
+    ``renew_deadline_seconds`` stops its jobs; another replica takes over once the Lease is
+    ``lease_duration_seconds`` old. All in seconds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    lease_name: str = "gpu-cost-bot"
+    namespace: str | None = None
+    identity: str | None = None
+    lease_duration_seconds: float = Field(15, gt=0)
+    renew_deadline_seconds: float = Field(10, gt=0)
+    retry_period_seconds: float = Field(2, gt=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "LeaderElectionSettings":
+        if not self.retry_period_seconds < self.renew_deadline_seconds < self.lease_duration_seconds:
+            raise ValueError(
+                "need retry_period_seconds < renew_deadline_seconds < lease_duration_seconds, got "
+                f"{self.retry_period_seconds:g} / {self.renew_deadline_seconds:g} / {self.lease_duration_seconds:g}"
+            )
+        return self
+
+
+class CostSettings(BaseModel):
+    """Showback reports and digests. ``team_label``: the namespace label that names a namespace's
+    team when no configured team lists the namespace (None: such namespaces are "unallocated").
+    ``digest_cron``: when digests go out (crontab, in ``timezone`` unless a team sets its own);
+    default Monday 09:00. ``digest_period_days``: how far back a digest looks."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    team_label: str | None = "team"
+    digest_cron: str = "0 9 * * mon"
+    timezone: str = "UTC"
+    digest_period_days: int = Field(7, ge=1, le=93)
+    top_consumers: int = Field(5, ge=1, le=50)
+
+
+class AlertSettings(BaseModel):
+    """Scheduled alerts, each sent once per threshold and period. Percentages are 0-100 of the
+    monthly budget; ``spot_ratio_target`` is a ratio 0-1; durations in seconds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    interval_seconds: float = Field(900, ge=60)
+    budget_thresholds_percent: list[float] = Field(default_factory=lambda: [50.0, 80.0, 100.0])
+    queue_wait_seconds: float = Field(3600, gt=0)
+    idle_on_demand_seconds: float = Field(3600, gt=0)
+    spot_ratio_target: float = Field(0.4, ge=0, le=1)
+    spot_ratio_window_seconds: float = Field(1800, gt=0)
+    snooze_seconds: float = Field(4 * 3600, gt=0)
+
+
 class Settings(BaseSettings):
     """Everything the bot reads at start-up. Build it with :func:`load_settings`."""
 
@@ -82,6 +154,10 @@ class Settings(BaseSettings):
     kubernetes: KubernetesSettings = Field(default_factory=KubernetesSettings)
     slack: SlackSettings = Field(default_factory=SlackSettings)
     sweep: SweepSettings = Field(default_factory=SweepSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    leader_election: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)
+    costs: CostSettings = Field(default_factory=CostSettings)
+    alerts: AlertSettings = Field(default_factory=AlertSettings)
     teams: list[Team] = Field(default_factory=list)
     policy: Policy = Field(default_factory=Policy)
     prices: PriceOverrides = Field(default_factory=PriceOverrides)

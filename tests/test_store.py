@@ -104,7 +104,7 @@ def test_migrate_twice_creates_the_tables(database_url: str, tmp_path, monkeypat
             unique = [ix for ix in inspector.get_indexes("action_request") if ix["unique"]]
             assert [ix["column_names"] for ix in unique] == [["key"]]
             versions = connection.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all()
-        assert versions == [("0001",)]
+        assert versions == [("0002",)]
         # Usable after the second migrate: the tables were not recreated empty-handed or broken.
         assert _create(s).id is not None
 
@@ -117,7 +117,7 @@ def test_migration_matches_models(store: Store) -> None:
         assert compare_metadata(context, metadata) == []
         # The comparison does see the migrated tables: against no models, both would be dropped.
         removed = {d[1].name for d in compare_metadata(context, sa.MetaData()) if d[0] == "remove_table"}
-        assert removed == {"action_request", "audit_event"}
+        assert removed == {"action_request", "audit_event", "price_cache", "team_budget", "alert_record", "job_run"}
 
 
 _MIGRATE_AT = """
@@ -153,7 +153,7 @@ def test_replicas_migrating_at_once_all_succeed(postgres_url: str) -> None:
     outputs = [p.communicate(timeout=120)[0] for p in replicas]
     assert [p.returncode for p in replicas] == [0] * len(replicas), outputs
     with Store(postgres_url) as s, s.engine.connect() as connection:
-        assert connection.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all() == [("0001",)]
+        assert connection.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all() == [("0002",)]
         assert {"action_request", "audit_event"} <= set(sa.inspect(connection).get_table_names())
 
 
@@ -478,3 +478,80 @@ def test_list_requests_filters(store: Store) -> None:
     assert store.list_requests(team="nobody") == []
     with pytest.raises(ValueError):
         store.list_requests(states=["nonsense"])
+
+
+# --- budgets, alerts, live prices, job runs ---------------------------------------------------------
+
+
+def test_budget_set_replace_remove_and_audit(store: Store) -> None:
+    assert store.budget("ml-research") is None
+    store.set_budget("ml-research", 20000, "UAPPROVER1", T0)
+    store.set_budget("ml-research", 25000.5, "UAPPROVER2", T0 + timedelta(minutes=1))
+    budget = store.budget("ml-research")
+    assert (budget.usd_per_month, budget.set_by, budget.set_at) == (25000.5, "UAPPROVER2", T0 + timedelta(minutes=1))
+    events = [(e.event, e.detail()) for e in store.all_events()]
+    assert events[-1] == (
+        "budget-set", {"team": "ml-research", "usd_per_month": 25000.5, "previous_usd_per_month": 20000.0}
+    )
+    with pytest.raises(ValueError, match="more than 0 USD"):
+        store.set_budget("ml-research", 0, "UAPPROVER1", T0)
+    assert store.remove_budget("ml-research", "UAPPROVER1", T0) is True
+    assert store.remove_budget("ml-research", "UAPPROVER1", T0) is False
+    assert store.budgets() == []
+
+
+def test_an_alert_is_claimed_once_across_replicas(database_url: str) -> None:
+    stores = [Store(database_url) for _ in range(6)]
+    try:
+        stores[0].migrate()
+        results = _race(len(stores), lambda i: stores[i].record_alert("ml-research", "budget-80", "2026-11", T0))
+        assert sorted(results) == [False] * 5 + [True]
+        # Another threshold, team or month is a different alert.
+        assert stores[0].record_alert("ml-research", "budget-100", "2026-11", T0) is True
+        assert stores[0].record_alert("ml-research", "budget-80", "2026-12", T0) is True
+        with pytest.raises(ValueError, match="unknown alert kind"):
+            stores[0].record_alert("ml-research", "budget-90", "2026-11", T0)
+        alert = stores[0].alert("ml-research", "budget-80", "2026-11")
+        assert stores[0].set_alert_message(alert.id, "C0TEAM", "1700000000.000100").message_ts == "1700000000.000100"
+        snoozed = stores[0].snooze_alert(alert.id, T0 + timedelta(hours=4), "UUSER1", T0)
+        assert snoozed.snoozed_until == T0 + timedelta(hours=4)
+        assert stores[0].all_events()[-1].event == "alert-snoozed"
+        assert stores[0].snooze_alert(10_000, T0, "UUSER1", T0) is None
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_a_job_run_is_claimed_once_across_replicas(database_url: str) -> None:
+    stores = [Store(database_url) for _ in range(6)]
+    try:
+        stores[0].migrate()
+        results = _race(len(stores), lambda i: stores[i].claim_job_run("digest", T0, f"pod-{i}", T0))
+        claimed = [r for r in results if r is not None]
+        assert len(claimed) == 1 and results.count(None) == 5, results
+        stores[0].finish_job_run(claimed[0], "ok", T0 + timedelta(seconds=3))
+        assert stores[0].claim_job_run("digest", T0 + timedelta(days=7), "pod-0", T0) is not None
+        runs = stores[0].job_runs("digest")
+        assert [(r.scheduled_at, r.outcome) for r in runs] == [(T0, "ok"), (T0 + timedelta(days=7), None)]
+        with pytest.raises(ValueError, match="naive"):
+            stores[0].claim_job_run("digest", datetime(2026, 11, 23), "pod-0", T0)
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_live_prices_are_cached_and_aged_out(store: Store) -> None:
+    from actions.model import CapacityType
+    from actions.prices import LivePrice
+
+    def price(usd: float, as_of: datetime) -> LivePrice:
+        return LivePrice("p5.48xlarge", CapacityType.SPOT, usd, "EC2 spot price history (us-east-1)", as_of, "us-east-1")
+
+    assert store.put_prices([price(40.0, T0)], T0) == 1
+    assert store.put_prices([price(38.5, T0 + timedelta(hours=1))], T0 + timedelta(hours=1)) == 1
+    [cached] = store.cached_prices("us-east-1", 3600, T0 + timedelta(hours=1, minutes=30))
+    assert (cached.usd_per_hour, cached.as_of) == (38.5, T0 + timedelta(hours=1))
+    assert store.cached_prices("us-east-1", 3600, T0 + timedelta(hours=3)) == []
+    assert store.cached_prices("eu-west-1", 86400, T0 + timedelta(hours=1)) == []
+    with pytest.raises(ValueError, match="not > 0"):
+        store.put_prices([price(0, T0)], T0)
