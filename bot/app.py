@@ -36,7 +36,7 @@ def build_app(rt: Runtime, client: WebClient, signing_secret: str) -> App:
     @app.command("/gpu")
     def gpu_command(ack, command, respond):
         ack()
-        reply = dispatch(command.get("text", ""), CommandContext(user=command["user_id"], prices=rt.prices))
+        reply = dispatch(command.get("text", ""), CommandContext(user=command["user_id"], prices=rt.prices, rt=rt, channel=command.get("channel_id")))
         respond(
             text=reply.message.text,
             blocks=reply.message.blocks,

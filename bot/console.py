@@ -99,7 +99,7 @@ class ConsoleSession:
         if not line:
             return None
         if line.startswith("/gpu"):
-            reply = dispatch(line[len("/gpu"):], CommandContext(user=self.user, prices=self.rt.prices))
+            reply = dispatch(line[len("/gpu"):], CommandContext(user=self.user, prices=self.rt.prices, rt=self.rt))
             print(f"\n{to_text(reply.message)}", file=self.out, flush=True)
             return None
         verb, _, arg = line.partition(" ")

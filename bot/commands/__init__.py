@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from actions.prices import PriceBook
 from bot import blocks
 from bot.chat import Message
+
+if TYPE_CHECKING:
+    from bot.runtime import Runtime
 
 
 @dataclass(frozen=True)
@@ -24,10 +28,13 @@ class Reply:
 
 @dataclass(frozen=True)
 class CommandContext:
-    """What a subcommand may use: the caller and the price book."""
+    """What a subcommand may use: the caller (Slack user id), the price book and, in a running
+    bot, the Runtime (store, cluster, telemetry, teams) and the channel the command was typed in."""
 
     user: str
     prices: PriceBook
+    rt: "Runtime | None" = None
+    channel: str | None = None
 
 
 class UsageError(Exception):
