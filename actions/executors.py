@@ -238,11 +238,16 @@ def _api_message(e: ApiException) -> str:
 class KubernetesWriter:
     """Applies actions with real PATCH requests (``application/merge-patch+json``) through the
     ``kubernetes`` client. Needs RBAC ``get`` and ``patch`` on notebooks.kubeflow.org,
-    statefulsets, deployments and workloads.kueue.x-k8s.io."""
+    statefulsets, deployments and workloads.kueue.x-k8s.io.
 
-    def __init__(self, api_client: kubernetes.client.ApiClient):
+    ``timeout_seconds`` bounds each request (connect and read), so an API server that hangs
+    cannot hold an action, or a shutdown waiting for it, past its grace period.
+    """
+
+    def __init__(self, api_client: kubernetes.client.ApiClient, timeout_seconds: float = 10):
         self._apps = kubernetes.client.AppsV1Api(api_client)
         self._custom = kubernetes.client.CustomObjectsApi(api_client)
+        self._timeout = timeout_seconds
 
     def apply(self, action: ProposedAction, now: datetime) -> dict:
         """See ``ClusterWriter.apply``. Raises ExecutorError("<target> no longer exists") on 404
@@ -270,35 +275,24 @@ class KubernetesWriter:
                 return
 
     def _endpoints(self, t: ObjectRef) -> tuple[Callable[[], Any], Callable[[dict], Any]]:
+        raw = {"_preload_content": False, "_request_timeout": self._timeout}
+        patching = {**raw, "_content_type": MERGE_PATCH}
         if t.kind == "StatefulSet":
             return (
-                lambda: self._apps.read_namespaced_stateful_set(t.name, t.namespace, _preload_content=False),
-                lambda body: self._apps.patch_namespaced_stateful_set(
-                    t.name, t.namespace, body, _content_type=MERGE_PATCH, _preload_content=False
-                ),
+                lambda: self._apps.read_namespaced_stateful_set(t.name, t.namespace, **raw),
+                lambda body: self._apps.patch_namespaced_stateful_set(t.name, t.namespace, body, **patching),
             )
         if t.kind == "Deployment":
             return (
-                lambda: self._apps.read_namespaced_deployment(t.name, t.namespace, _preload_content=False),
-                lambda body: self._apps.patch_namespaced_deployment(
-                    t.name, t.namespace, body, _content_type=MERGE_PATCH, _preload_content=False
-                ),
+                lambda: self._apps.read_namespaced_deployment(t.name, t.namespace, **raw),
+                lambda body: self._apps.patch_namespaced_deployment(t.name, t.namespace, body, **patching),
             )
         group, version = t.api_version.split("/", 1)
         plural = {"Notebook": "notebooks", "Workload": "workloads"}[t.kind]
         return (
-            lambda: self._custom.get_namespaced_custom_object(
-                group, version, t.namespace, plural, t.name, _preload_content=False
-            ),
+            lambda: self._custom.get_namespaced_custom_object(group, version, t.namespace, plural, t.name, **raw),
             lambda body: self._custom.patch_namespaced_custom_object(
-                group,
-                version,
-                t.namespace,
-                plural,
-                t.name,
-                body,
-                _content_type=MERGE_PATCH,
-                _preload_content=False,
+                group, version, t.namespace, plural, t.name, body, **patching
             ),
         )
 

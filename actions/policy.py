@@ -7,6 +7,7 @@ Both are pydantic models so that the YAML configuration validates into them dire
 from __future__ import annotations
 
 import re
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -103,6 +104,8 @@ class Team(BaseModel):
     """A team: the namespaces it owns, where the bot talks to it, who may approve actions.
 
     ``approvers`` holds Slack user ids (``U...``/``W...``) and user group ids (``S...``).
+    ``timezone`` is an IANA zone name (``Europe/Berlin``) for the team's digests; None means
+    the config's ``costs.timezone``.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -111,8 +114,18 @@ class Team(BaseModel):
     namespaces: list[str] = Field(default_factory=list)
     channel: str | None = None
     approvers: list[str] = Field(default_factory=list)
-    timezone: str = "UTC"
+    timezone: str | None = None
     monthly_budget_usd: float | None = Field(None, ge=0)
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                ZoneInfo(v)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ValueError(f"timezone {v!r} is not an IANA time zone name such as Europe/Berlin or UTC") from None
+        return v
 
     @field_validator("approvers")
     @classmethod

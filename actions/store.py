@@ -54,6 +54,15 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 # Named after the bot rather than alembic's default so the bot can share a database with other
 # alembic-managed applications without both fighting over one version table.
 VERSION_TABLE = "gpu_cost_bot_alembic_version"
+# Tables the migrations create for a library (APScheduler's job store) rather than for a model
+# here; autogenerate must neither drop them nor compare them.
+FOREIGN_TABLES: frozenset[str] = frozenset({"apscheduler_jobs"})
+
+
+def include_object(obj: object, name: str | None, type_: str, reflected: bool, compare_to: object) -> bool:
+    """Alembic's ``include_object`` hook: leaves :data:`FOREIGN_TABLES` out of autogenerate."""
+    table = getattr(obj, "table", obj) if type_ in ("index", "column") else obj
+    return getattr(table, "name", name) not in FOREIGN_TABLES
 
 # Any fixed 64-bit number works, as long as every replica uses the same one and nothing else in
 # the database uses it: it is "gpucost" in ASCII.

@@ -11,18 +11,25 @@ States (see ``actions.store``)::
                                    --executor error--> failed
     proposed --snooze/exempt/deny--> snoozed/exempt/denied --(until passes, still idle)--> proposed
     proposed --(ttl passes)--> expired;  proposed --(no longer idle)--> superseded
+
+An action interrupted between ``approved`` and ``done`` (or a restore between ``restoring`` and
+``restored``), because the process was killed or its shutdown grace ran out, is settled by
+:meth:`Approvals.recover` from what the cluster shows: done or failed (restored or done again),
+with a ``recovered`` audit event. Both executors' patches are single merge patches, so the target
+is either changed or not, never half.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from actions.executors import ExecutorError
-from actions.model import Finding, finding_from_jsonable, to_jsonable
-from actions.store import ActionRequest
+from actions.executors import ExecutorError, plan_apply, plan_restore
+from actions.model import ClusterSnapshot, Finding, ObjectRef, finding_from_jsonable, to_jsonable
+from actions.store import ActionRequest, RequestState
 from bot import blocks
 from bot.chat import ChatError, Message, MessageRef
 from bot.runtime import Runtime
@@ -30,6 +37,13 @@ from bot.runtime import Runtime
 log = logging.getLogger(__name__)
 
 SYSTEM = "system"
+
+# An action in flight is one re-check (a cluster list and a Prometheus query, each bounded by its
+# client's timeout) plus one or two API calls: far less than this. A request older than this in
+# ``approved``/``restoring`` belongs to a process that died, whichever replica it was.
+ABANDONED_AFTER_SECONDS = 900.0
+
+SHUTTING_DOWN = "The bot is restarting, so nothing was changed. Press {verb} again in a minute."
 
 
 @dataclass(frozen=True)
@@ -58,6 +72,66 @@ def render(req: ActionRequest) -> Message:
         note=req.note,
     )
     return blocks.proposal_message(finding_of(req), status)
+
+
+def target_state(snapshot: ClusterSnapshot, target: ObjectRef) -> dict | None:
+    """The object ``target`` as ``snapshot`` shows it, reduced to the JSON fields
+    ``actions.executors.plan_apply``/``plan_restore`` read (``metadata.annotations``,
+    ``spec.replicas``, ``spec.active``); None when the snapshot does not hold it (deleted)."""
+    def same(obj) -> bool:
+        return obj.namespace == target.namespace and obj.name == target.name
+
+    if target.kind == "Notebook":
+        found = next((n for n in snapshot.notebooks if same(n)), None)
+        return None if found is None else {"metadata": {"annotations": dict(found.annotations)}}
+    if target.kind in ("StatefulSet", "Deployment"):
+        owners = snapshot.statefulsets if target.kind == "StatefulSet" else snapshot.deployments
+        found = next((o for o in owners if same(o)), None)
+        if found is None:
+            return None
+        return {"metadata": {"annotations": dict(found.annotations)}, "spec": {"replicas": found.replicas}}
+    if target.kind == "Workload":
+        found = next((w for w in snapshot.workloads if same(w)), None)
+        return None if found is None else {"spec": {"active": found.active}}
+    return None
+
+
+def settle_interrupted(req: ActionRequest, current: dict | None, now: datetime, why: str) -> tuple[str, str, dict]:
+    """Where a request left in ``approved`` or ``restoring`` by an interrupted action stands,
+    judged from its target as the cluster shows it now (``current``, from :func:`target_state`;
+    None when gone). Returns ``(state, note, detail)``:
+
+    - approved, and the cluster shows the action applied: ``done`` (Restore offered), with the
+      undo record read back from the object in ``detail["undo"]``;
+    - approved, otherwise (not applied, target gone, dry run): ``failed``, nothing was changed;
+    - restoring, and nothing left to undo (or a dry run): ``restored``;
+    - restoring, otherwise: back to ``done``, so Restore can be pressed again (it is idempotent).
+
+    ``why`` starts the note (e.g. "The bot restarted"). Raises ValueError for any other state and
+    ExecutorError for an undo record that does not fit the action.
+    """
+    finding = finding_of(req)
+    action = finding.action
+    detail: dict = {"from": req.state, "why": why, "target_exists": current is not None}
+    if req.state == RequestState.APPROVED:
+        if req.dry_run or action is None:
+            return "failed", f"{why} before acting; nothing was changed.", detail
+        if current is None:
+            return "failed", f"{why} before acting; {action.target} no longer exists, nothing was changed.", detail
+        patch, undo = plan_apply(action, current, now)
+        if patch is None:
+            detail["undo"] = undo
+            return "done", f"{why} while acting; the cluster shows it done: {action.summary}.", detail
+        return "failed", f"{why} before acting; nothing was changed. Approve it again when re-proposed.", detail
+    if req.state == RequestState.RESTORING:
+        if req.dry_run or action is None:
+            return "restored", "Dry run: nothing to restore.", detail
+        if current is None:
+            return "done", f"{why} while restoring, and {action.target} no longer exists; nothing to restore.", detail
+        if plan_restore(action, json.loads(req.undo_json or "{}"), current) is None:
+            return "restored", f"{why} while restoring; the cluster shows it undone: {action.summary}.", detail
+        return "done", f"{why} before the restore finished; nothing was undone. Press Restore again.", detail
+    raise ValueError(f"request {req.id} is {req.state}, not approved or restoring")
 
 
 class Approvals:
@@ -122,6 +196,10 @@ class Approvals:
 
     # --- sweeps -----------------------------------------------------------------------------
 
+    def _refresh_metrics(self) -> None:
+        if self.rt.metrics:
+            self.rt.metrics.refresh_from_store(self.rt.store)
+
     def reconcile(self, findings: list[Finding], now: datetime) -> dict[str, int]:
         """Bring the store and the channels in line with one sweep's findings.
 
@@ -129,8 +207,30 @@ class Approvals:
         in place); proposals whose consumer is no longer idle are closed as superseded; overdue
         proposals expire; snoozes, exemptions and denials that ran out are re-proposed when the
         consumer is still idle. Returns counts by what happened.
+
+        This ends a sweep: with ``rt.metrics`` set it records the sweep (``ok``, or ``error`` when
+        this raises), the ``reconcile`` phase's seconds, the findings by kind and the requests by
+        state.
         """
+        metrics = self.rt.metrics
+        started = time.perf_counter()
+        try:
+            counts = self._reconcile(findings, now)
+        except Exception:
+            if metrics:
+                metrics.sweep_finished("error")
+            raise
+        if metrics:
+            metrics.sweep_phase("reconcile", time.perf_counter() - started)
+            metrics.sweep_finished("ok")
+            metrics.set_findings(findings)
+            metrics.refresh_from_store(self.rt.store)
+        return counts
+
+    def _reconcile(self, findings: list[Finding], now: datetime) -> dict[str, int]:
         store, policy = self.rt.store, self.rt.policy
+        # A replica that died mid-action left its request behind; settle it before proposing.
+        self.recover(now)
         counts = {"proposed": 0, "updated": 0, "superseded": 0, "expired": 0, "reproposed": 0}
         by_key = {f.key: f for f in findings}
         ttl = timedelta(seconds=policy.request_ttl_seconds)
@@ -195,6 +295,70 @@ class Approvals:
                 self.refresh_message(req, now)
         return counts
 
+    # --- interrupted actions ---------------------------------------------------------------
+
+    def recover(
+        self,
+        now: datetime,
+        *,
+        older_than_seconds: float = ABANDONED_AFTER_SECONDS,
+        request_ids: set[int] | None = None,
+        why: str = "The bot restarted",
+        force: bool = False,
+    ) -> dict[str, int]:
+        """Settle requests left in ``approved`` or ``restoring`` by an action that never finished
+        (the process was killed, or its shutdown grace ran out): each is judged against the
+        cluster as read now (:func:`settle_interrupted`), moved out with a ``recovered`` audit
+        event and its message updated. Only requests last changed at least ``older_than_seconds``
+        before ``now`` are touched (0 at the start of a lone replica: nothing else can be acting;
+        else :data:`ABANDONED_AFTER_SECONDS`, so another replica's action in flight is left
+        alone), and only ``request_ids`` when given.
+
+        When the cluster cannot be read the requests stay as they are for the next try, unless
+        ``force``: then an approved one becomes ``failed`` and a restoring one ``done``, with a
+        note to check the target by hand. Returns counts by the state each request moved to
+        (plus ``unchecked`` for those left for later).
+        """
+        cutoff = now - timedelta(seconds=older_than_seconds)
+        stuck = [
+            r for r in self.rt.store.list_requests(states=[RequestState.APPROVED, RequestState.RESTORING])
+            if r.updated_at <= cutoff and (request_ids is None or r.id in request_ids)
+        ]
+        if not stuck:
+            return {}
+        try:
+            snapshot: ClusterSnapshot | None = self.rt.cluster.snapshot(now)
+            unread = ""
+        except Exception as e:  # noqa: BLE001 - whatever the source raised, the cluster is unknown
+            if self.rt.metrics:
+                self.rt.metrics.kubernetes_error("read")
+            if not force:
+                log.warning("%d interrupted request(s) left for later: cannot read the cluster: %s", len(stuck), e)
+                return {"unchecked": len(stuck)}
+            snapshot, unread = None, str(e)
+        counts: dict[str, int] = {}
+        for req in stuck:
+            action = finding_of(req).action
+            if snapshot is None:
+                to_state = "failed" if req.state == RequestState.APPROVED else "done"
+                what = action.target if action else f"{req.namespace}/{req.name}"
+                note = f"{why}, and the cluster could not be read ({unread}): check {what} by hand."
+                detail: dict = {"from": req.state, "why": why, "error": unread}
+            else:
+                current = target_state(snapshot, action.target) if action else None
+                to_state, note, detail = settle_interrupted(req, current, now, why)
+            fields = {"undo_json": json.dumps(detail["undo"])} if "undo" in detail else {}
+            done = self.rt.store.transition(
+                req.id, from_states=[req.state], to_state=to_state, now=now, actor=SYSTEM,
+                event="recovered", detail={**detail, "to": to_state}, note=note, **fields,
+            )
+            if done is not None:
+                log.warning("request %s was interrupted while %s; now %s: %s", req.id, req.state, to_state, note)
+                counts[to_state] = counts.get(to_state, 0) + 1
+                self.refresh_message(done, now)
+        self._refresh_metrics()
+        return counts
+
     # --- presses ----------------------------------------------------------------------------
 
     def _load_open(self, request_id: int, user: str, verb: str, now: datetime, states=("proposed",)):
@@ -243,61 +407,91 @@ class Approvals:
         return req, None, now
 
     def approve(self, request_id: int, user: str) -> Outcome:
-        """Approve, re-check the evidence, then act (or record a dry run)."""
-        req, refusal, now = self._decide(
-            request_id, user, "approve", from_state="proposed", to_state="approved",
-            note="Re-checking before acting.",
-        )
-        return refusal or self._act(req, user, now)
-
-    def _act(self, req: ActionRequest, user: str, now: datetime) -> Outcome:
-        store = self.rt.store
-        finding = finding_of(req)
+        """Approve, re-check the evidence, then act (or record a dry run). Refused, with nothing
+        changed, once the process is shutting down (``rt.inflight`` closed)."""
+        if not self.rt.inflight.start(request_id):
+            return Outcome(False, SHUTTING_DOWN.format(verb="Approve"))
         try:
-            fresh = {f.key: f for f in self.rt.find_idle(now)}.get(req.key)
+            req, refusal, now = self._decide(
+                request_id, user, "approve", from_state="proposed", to_state="approved",
+                note="Re-checking before acting.",
+            )
+            return refusal or self._act(req, now)
+        finally:
+            self.rt.inflight.finish(request_id)
+            self._refresh_metrics()
+
+    def _count_failure(self, verb: str, operation: str, error: Exception) -> None:
+        metrics = self.rt.metrics
+        if not metrics:
+            return
+        metrics.action_failed(verb, operation)
+        # ExecutorErrors carry an HTTP status when the API server refused, and are raised from
+        # the transport's exception when it could not be reached; the rest are the bot's own
+        # refusals (an unsupported target, an unusable undo record) and no API error.
+        if isinstance(error, ExecutorError) and (error.status or error.__cause__ is not None):
+            metrics.kubernetes_error("restore" if operation == "restore" else "apply")
+
+    def _settle(self, request_id: int, from_state: str, to_state: str, now: datetime, **fields) -> ActionRequest | None:
+        """Move a request being acted on out of ``from_state`` and update its message. None when
+        it had already left that state: a shutdown whose grace period ran out recorded it."""
+        req = self.rt.store.transition(
+            request_id, from_states=[from_state], to_state=to_state, now=now, actor=SYSTEM, **fields
+        )
+        if req is None:
+            log.warning(
+                "request %s was settled by the shutdown while being acted on; %s not recorded",
+                request_id, to_state,
+            )
+            return None
+        self.refresh_message(req, now)
+        return req
+
+    def _act(self, req: ActionRequest, now: datetime) -> Outcome:
+        request_id, finding = req.id, finding_of(req)
+        try:
+            fresh = {f.key: f for f in self.rt.detect(now)}.get(req.key)
         except Exception as e:  # noqa: BLE001 - any source failure must leave the request decided, not stuck
-            req = store.transition(
-                req.id, from_states=["approved"], to_state="failed", now=now, actor=SYSTEM,
-                event="apply-failed", detail={"error": str(e)},
+            self._count_failure(req.verb, "recheck", e)
+            self._settle(
+                request_id, "approved", "failed", now, event="apply-failed", detail={"error": str(e)},
                 note=f"Could not re-check the evidence, so nothing was changed: {e}",
             )
-            self.refresh_message(req, now)
-            return Outcome(False, f"Request #{req.id}: re-check failed, nothing was changed: {e}")
+            return Outcome(False, f"Request #{request_id}: re-check failed, nothing was changed: {e}")
         if fresh is None:
-            req = store.transition(
-                req.id, from_states=["approved"], to_state="superseded", now=now, actor=SYSTEM,
-                event="superseded", detail={"reason": "busy at re-check"},
+            self._settle(
+                request_id, "approved", "superseded", now, event="superseded",
+                detail={"reason": "busy at re-check"},
                 note=f"Re-checked at {blocks.short_time(now)}: no longer idle, so it was left alone.",
             )
-            self.refresh_message(req, now)
-            return Outcome(False, f"Request #{req.id}: {finding.namespace}/{finding.name} is busy again; left alone.")
+            return Outcome(False, f"Request #{request_id}: {finding.namespace}/{finding.name} is busy again; left alone.")
         action = fresh.action
         if req.dry_run:
-            req = store.transition(
-                req.id, from_states=["approved"], to_state="done", now=now, actor=SYSTEM,
-                event="applied", detail={"dry_run": True, "action": to_jsonable(action)},
-                undo_json=json.dumps({}), note=f"Dry run: would {action.summary}. The cluster was not changed.",
+            self._settle(
+                request_id, "approved", "done", now, event="applied",
+                detail={"dry_run": True, "action": to_jsonable(action)}, undo_json=json.dumps({}),
+                note=f"Dry run: would {action.summary}. The cluster was not changed.",
             )
-            self.refresh_message(req, now)
-            return Outcome(True, f"Request #{req.id} approved (dry run: nothing was changed).")
+            return Outcome(True, f"Request #{request_id} approved (dry run: nothing was changed).")
         try:
             undo = self.rt.writer.apply(action, now)
         except Exception as e:  # noqa: BLE001 - whatever broke, the request must end decided, not stuck
             if not isinstance(e, ExecutorError):
-                log.exception("request %s: executor raised", req.id)
-            req = store.transition(
-                req.id, from_states=["approved"], to_state="failed", now=now, actor=SYSTEM,
-                event="apply-failed", detail={"error": str(e)}, note=f"Failed: {e}",
+                log.exception("request %s: executor raised", request_id)
+            self._count_failure(req.verb, "apply", e)
+            self._settle(
+                request_id, "approved", "failed", now, event="apply-failed", detail={"error": str(e)},
+                note=f"Failed: {e}",
             )
-            self.refresh_message(req, now)
-            return Outcome(False, f"Request #{req.id} failed: {e}")
-        req = store.transition(
-            req.id, from_states=["approved"], to_state="done", now=now, actor=SYSTEM,
-            event="applied", detail={"action": to_jsonable(action), "undo": undo},
-            undo_json=json.dumps(undo), note=f"Done: {action.summary}.",
+            return Outcome(False, f"Request #{request_id} failed: {e}")
+        if self.rt.metrics:
+            self.rt.metrics.action_applied(action.verb.value)
+        self._settle(
+            request_id, "approved", "done", now, event="applied",
+            detail={"action": to_jsonable(action), "undo": undo}, undo_json=json.dumps(undo),
+            note=f"Done: {action.summary}.",
         )
-        self.refresh_message(req, now)
-        return Outcome(True, f"Request #{req.id}: {action.summary}.")
+        return Outcome(True, f"Request #{request_id}: {action.summary}.")
 
     def _hold(self, request_id: int, user: str, verb: str, state: str, seconds: float) -> Outcome:
         until = self.rt.clock() + timedelta(seconds=seconds)
@@ -306,6 +500,8 @@ class Approvals:
             request_id, user, verb, from_state="proposed", to_state=state, anyone=verb == "snooze",
             until=until, note=None,
         )
+        if req is not None:
+            self._refresh_metrics()
         return refusal or Outcome(True, f"Request #{request_id} {state} until {blocks.short_time(until)}.")
 
     def snooze(self, request_id: int, user: str) -> Outcome:
@@ -321,32 +517,39 @@ class Approvals:
         return self._hold(request_id, user, "deny", "denied", self.rt.policy.deny_cooldown_seconds)
 
     def restore(self, request_id: int, user: str) -> Outcome:
-        """Undo a done action exactly (annotation removed, replicas restored, Workload active)."""
-        req, refusal, now = self._decide(
-            request_id, user, "restore", from_state="done", to_state="restoring",
-            event="restore-requested", note="Restoring.",
-        )
-        if refusal:
-            return refusal
+        """Undo a done action exactly (annotation removed, replicas restored, Workload active).
+        Refused, with nothing changed, once the process is shutting down."""
+        if not self.rt.inflight.start(request_id):
+            return Outcome(False, SHUTTING_DOWN.format(verb="Restore"))
+        try:
+            req, refusal, now = self._decide(
+                request_id, user, "restore", from_state="done", to_state="restoring",
+                event="restore-requested", note="Restoring.",
+            )
+            return refusal or self._restore(req, now)
+        finally:
+            self.rt.inflight.finish(request_id)
+            self._refresh_metrics()
+
+    def _restore(self, req: ActionRequest, now: datetime) -> Outcome:
+        request_id = req.id
         finding = finding_of(req)
         undo = json.loads(req.undo_json or "{}")
         if not req.dry_run:
             try:
                 self.rt.writer.restore(finding.action, undo, now)
             except ExecutorError as e:
+                self._count_failure(req.verb, "restore", e)
                 # Back to done, so Restore can be pressed again once the cause is fixed.
-                req = self.rt.store.transition(
-                    req.id, from_states=["restoring"], to_state="done", now=now, actor=SYSTEM,
-                    event="restore-failed", detail={"error": str(e)}, note=f"Restore failed: {e}",
+                self._settle(
+                    request_id, "restoring", "done", now, event="restore-failed",
+                    detail={"error": str(e)}, note=f"Restore failed: {e}",
                 )
-                self.refresh_message(req, now)
                 return Outcome(False, f"Restore of request #{request_id} failed: {e}")
+            if self.rt.metrics:
+                self.rt.metrics.action_restored(req.verb)
         note = "Dry run: nothing to restore." if req.dry_run else f"Restored: undid {finding.action.summary}."
-        req = self.rt.store.transition(
-            req.id, from_states=["restoring"], to_state="restored", now=now, actor=SYSTEM,
-            event="restored", detail={"undo": undo}, note=note,
-        )
-        self.refresh_message(req, now)
+        self._settle(request_id, "restoring", "restored", now, event="restored", detail={"undo": undo}, note=note)
         return Outcome(True, f"Request #{request_id} restored.")
 
     def press(self, action_id: str, request_id: int, user: str) -> Outcome:

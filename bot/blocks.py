@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from actions.model import Finding, format_time
+from actions.text import duration, usd  # noqa: F401 - re-exported for the chat layer
 from bot.chat import Message
 
 APPROVE, SNOOZE, EXEMPT, DENY, RESTORE = (
@@ -48,23 +49,6 @@ class RequestStatus:
     decided_by: str | None = None
     decided_at: datetime | None = None
     note: str | None = None
-
-
-def usd(amount: float) -> str:
-    """``1234.5`` -> ``"$1,234.50"``."""
-    return f"${amount:,.2f}"
-
-
-def duration(seconds: float) -> str:
-    """``93784`` -> ``"1d 2h"``, ``5400`` -> ``"1h 30m"``, ``300`` -> ``"5m"``."""
-    minutes = int(seconds // 60)
-    days, rem = divmod(minutes, 1440)
-    hours, mins = divmod(rem, 60)
-    if days:
-        return f"{days}d {hours}h"
-    if hours:
-        return f"{hours}h {mins}m"
-    return f"{mins}m"
 
 
 def short_time(t: datetime) -> str:

@@ -42,3 +42,7 @@ class Chat(Protocol):
 
     def ephemeral(self, channel: str, user: str, message: Message) -> None:
         """Show ``message`` to ``user`` only."""
+
+    def upload_file(self, channel: str, filename: str, content: bytes, title: str, initial_comment: str) -> None:
+        """Share a file (e.g. a PNG chart, ``content`` its bytes) in ``channel`` as ``filename``,
+        titled ``title``, with ``initial_comment`` posted beside it."""

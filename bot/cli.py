@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import sys
@@ -131,6 +132,63 @@ def estimate(
 
 
 @app.command()
+def report(
+    team: Optional[str] = typer.Option(None, "--team", "-t", help="one team's report (default: every team)"),
+    period: str = typer.Option("30d", help="7d, 30d, mtd, last-month (also 12h, 2w)"),
+    as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
+    png: Optional[Path] = typer.Option(None, "--png", help="write the daily cost chart (PNG) to this file"),
+    config: Optional[Path] = ConfigOpt,
+    prometheus_url: Optional[str] = typer.Option(None, help="overrides prometheus.url"),
+    cluster_state: Optional[Path] = typer.Option(
+        None, help="a kubectl dump to read node capacity types from when kube_node_labels lacks them"
+    ),
+    at: Optional[str] = typer.Option(None, help="the period ends at this RFC 3339 instant (default: now)"),
+) -> None:
+    """GPU-hours and USD per team from Prometheus history: the chargeback report and its chart."""
+    from actions.cost import PeriodError, parse_period
+    from actions.cost import to_jsonable as report_jsonable
+    from actions.sources.prometheus import TelemetryError
+    from bot.chart import cost_chart_png
+    from bot.commands.cost import all_teams_message, team_message
+    from bot.console import to_text
+    from bot.reports import build_report
+    from bot.runtime import utc_now
+    from bot.wiring import cluster_access, cost_setup, price_book
+
+    s = _settings(config)
+    if prometheus_url:
+        s.prometheus.url = prometheus_url
+    setup = cost_setup(s)
+    try:
+        start, end = parse_period(period, _at(at) or utc_now(), setup.timezone)
+    except PeriodError as e:
+        raise typer.BadParameter(str(e), param_hint="--period")
+    try:
+        built = build_report(
+            setup, price_book(s), s.team_directory(), s.policy, start, end,
+            api_nodes=lambda: cluster_access(s, cluster_state)[0].snapshot(end).nodes,
+        )
+    except TelemetryError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1)
+    chosen = None
+    if team is not None:
+        chosen = built.teams.get(team)
+        if chosen is None:
+            typer.echo(f"error: no team {team!r} in this period; teams: {', '.join(sorted(built.teams))}", err=True)
+            raise typer.Exit(2)
+        chosen = dataclasses.replace(chosen, notes=chosen.notes + built.notes)
+    if png is not None:
+        cost_chart_png(chosen or built, png)
+    if as_json:
+        typer.echo(json.dumps(report_jsonable(chosen or built), indent=2))
+    elif chosen is not None:
+        typer.echo(to_text(team_message(chosen, spot_ratio_target=setup.spot_ratio_target)))
+    else:
+        typer.echo(to_text(all_teams_message(built)))
+
+
+@app.command()
 def migrate(config: Optional[Path] = ConfigOpt) -> None:
     """Bring the database schema to the latest version (run also at every start)."""
     from actions.store import Store
@@ -149,6 +207,7 @@ def run(
     telemetry: Optional[Path] = typer.Option(None, help="replay a telemetry recording instead of Prometheus"),
 ) -> None:
     """Run the bot: scheduled sweeps plus the chat (Slack Socket Mode or HTTP, or the console)."""
+    from bot import logs
     from bot.serve import serve
 
     s = _settings(config)
@@ -156,6 +215,8 @@ def run(
         s.dry_run = True
     if chat not in ("slack", "console"):
         raise typer.BadParameter("use slack or console", param_hint="--chat")
+    # On the console the prompt shares the terminal, so lines stay short text there.
+    logs.setup("text" if chat == "console" else s.server.log_format, s.server.log_level)
     serve(s, chat=chat, cluster_state=cluster_state, telemetry_file=telemetry)
 
 

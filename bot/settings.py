@@ -13,7 +13,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from actions.policy import Policy, Team, TeamDirectory
@@ -125,6 +134,14 @@ class CostSettings(BaseModel):
     digest_period_days: int = Field(7, ge=1, le=93)
     top_consumers: int = Field(5, ge=1, le=50)
 
+    @model_validator(mode="after")
+    def _schedule_parses(self) -> "CostSettings":
+        # Imported here: bot.digests imports this module. A typo must fail at start, not at 09:00.
+        from bot.digests import digest_trigger
+
+        digest_trigger(self.digest_cron, self.timezone)
+        return self
+
 
 class AlertSettings(BaseModel):
     """Scheduled alerts, each sent once per threshold and period. Percentages are 0-100 of the
@@ -139,6 +156,15 @@ class AlertSettings(BaseModel):
     spot_ratio_target: float = Field(0.4, ge=0, le=1)
     spot_ratio_window_seconds: float = Field(1800, gt=0)
     snooze_seconds: float = Field(4 * 3600, gt=0)
+
+    @field_validator("budget_thresholds_percent")
+    @classmethod
+    def _known_thresholds(cls, value: list[float]) -> list[float]:
+        # Each threshold is its own alert kind in the store (budget-50, ...), claimed once a month.
+        unknown = sorted(set(value) - {50.0, 80.0, 100.0})
+        if unknown:
+            raise ValueError(f"thresholds {unknown} are not supported; use any of 50, 80 and 100")
+        return value
 
 
 class Settings(BaseSettings):

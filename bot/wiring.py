@@ -13,19 +13,29 @@ from typing import Callable, TextIO
 
 from actions.executors import InMemoryCluster, KubernetesWriter
 from actions.prices import PriceBook, PriceCatalog
+from actions.sources.aws_prices import live_prices_from_store
 from actions.sources.kubernetes import KubernetesSource, load_kube_config
 from actions.sources.prometheus import PrometheusTelemetry
+from actions.sources.prometheus_usage import PrometheusUsage
 from actions.sources.recorded import RecordedTelemetry
 from actions.store import Store
 from bot.chat import Chat
 from bot.console import ConsoleChat
+from bot.reports import CostSetup
+from bot.metrics import BotMetrics
 from bot.runtime import Runtime, utc_now
 from bot.settings import Settings
 
 
-def price_book(settings: Settings) -> PriceBook:
-    """The bundled catalog with the config's overrides on top."""
-    return PriceBook(PriceCatalog.bundled(), settings.prices)
+def price_book(settings: Settings, store: Store | None = None, now: datetime | None = None) -> PriceBook:
+    """The bundled catalog with the config's overrides on top and, when ``prices.aws.enabled`` and
+    a ``store`` is given, the live AWS prices cached there (those of ``prices.aws.region`` fetched
+    at most ``prices.aws.max_age()`` seconds before ``now``, default the current time)."""
+    aws = settings.prices.aws
+    if not aws.enabled or store is None:
+        return PriceBook(PriceCatalog.bundled(), settings.prices)
+    live = live_prices_from_store(store, aws.region, aws.max_age(), now or utc_now())
+    return PriceBook(PriceCatalog.bundled(), settings.prices, live=live)
 
 
 def telemetry_source(settings: Settings, telemetry_file: str | Path | None = None):
@@ -37,6 +47,25 @@ def telemetry_source(settings: Settings, telemetry_file: str | Path | None = Non
         settings.prometheus_headers(),
         verify_tls=settings.prometheus.verify_tls,
         timeout_seconds=settings.prometheus.timeout_seconds,
+    )
+
+
+def cost_setup(settings: Settings) -> CostSetup:
+    """Cost reports from the configured Prometheus's kube-state-metrics and DCGM history, with
+    the ``costs`` settings (team label, top consumers, time zone)."""
+    return CostSetup(
+        usage=PrometheusUsage(
+            settings.prometheus.url,
+            settings.prometheus_headers(),
+            verify_tls=settings.prometheus.verify_tls,
+            # A 30-day report scans weeks of history: allow it more than an instant sweep query.
+            timeout_seconds=max(settings.prometheus.timeout_seconds, 60),
+            team_label=settings.costs.team_label,
+        ),
+        team_label=settings.costs.team_label,
+        top_consumers=settings.costs.top_consumers,
+        timezone=settings.costs.timezone,
+        spot_ratio_target=settings.alerts.spot_ratio_target,
     )
 
 
@@ -60,8 +89,10 @@ def build_runtime(
     group_members: Callable[[str], set[str]] | None = None,
     out: TextIO | None = None,
     migrate: bool = True,
+    metrics: BotMetrics | None = None,
 ) -> Runtime:
-    """A Runtime for ``settings``; the store is migrated to the latest schema first."""
+    """A Runtime for ``settings``; the store is migrated to the latest schema first. ``metrics``
+    (when given) records its sweeps, actions and API errors."""
     store = Store(settings.database_url)
     if migrate:
         store.migrate()
@@ -72,10 +103,12 @@ def build_runtime(
         cluster=reader,
         telemetry=telemetry_source(settings, telemetry_file),
         writer=writer,
-        prices=price_book(settings),
+        prices=price_book(settings, store, clock()),
         teams=settings.team_directory(),
         policy=settings.policy,
         dry_run=settings.dry_run,
         clock=clock,
         group_members=group_members or (lambda group: set()),
+        metrics=metrics,
+        costs=cost_setup(settings),
     )

@@ -19,7 +19,7 @@ import urllib.error
 import urllib.request
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 
@@ -81,7 +81,8 @@ def running_prometheus(openmetrics_text: str, tmp_path: Path) -> Iterator[str]:
     series.write_text(openmetrics_text)
     data = tmp_path / "data"
     backfill = subprocess.run(
-        [promtool, "tsdb", "create-blocks-from", "openmetrics", str(series), str(data)],
+        # One block per 800 h: promtool's default 2 h blocks make weeks of history take minutes.
+        [promtool, "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=800h", str(series), str(data)],
         capture_output=True,
         text=True,
     )
@@ -122,7 +123,31 @@ def running_prometheus(openmetrics_text: str, tmp_path: Path) -> Iterator[str]:
 
 # A session fixture imported into several test modules is instantiated once per module; the
 # shared server below keeps it to one Prometheus per test session.
-_shared: dict[str, object] = {"users": 0, "url": None, "stack": None}
+# A session fixture imported into several test modules is instantiated once per module; keeping
+# the servers here, counted by users, keeps it to one Prometheus per data set per test session.
+_shared: dict[str, dict[str, object]] = {}
+
+
+@contextmanager
+def shared_prometheus(
+    name: str, openmetrics_text: Callable[[], str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """Base URL of the session's Prometheus called ``name``, started (with the text
+    ``openmetrics_text()`` returns) by its first user and stopped when its last user is done."""
+    entry = _shared.setdefault(name, {"users": 0, "url": None, "stack": None})
+    if entry["users"] == 0:
+        stack = ExitStack()
+        entry["url"] = stack.enter_context(running_prometheus(openmetrics_text(), tmp_path_factory.mktemp(name)))
+        entry["stack"] = stack
+    entry["users"] = int(entry["users"]) + 1  # type: ignore[call-overload]
+    try:
+        yield str(entry["url"])
+    finally:
+        entry["users"] = int(entry["users"]) - 1  # type: ignore[call-overload]
+        if entry["users"] == 0:
+            stack = entry["stack"]
+            entry.update(url=None, stack=None)
+            stack.close()  # type: ignore[union-attr]
 
 
 @pytest.fixture(scope="session")
@@ -131,19 +156,7 @@ def fleet_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     started once per test session."""
     from tests.fleet import TELEMETRY_END, TELEMETRY_START, fleet_openmetrics
 
-    if _shared["users"] == 0:
-        stack = ExitStack()
-        text = fleet_openmetrics(TELEMETRY_START, TELEMETRY_END)
-        _shared["url"] = stack.enter_context(
-            running_prometheus(text, tmp_path_factory.mktemp("fleet-prometheus"))
-        )
-        _shared["stack"] = stack
-    _shared["users"] = int(_shared["users"]) + 1  # type: ignore[call-overload]
-    try:
-        yield str(_shared["url"])
-    finally:
-        _shared["users"] = int(_shared["users"]) - 1  # type: ignore[call-overload]
-        if _shared["users"] == 0:
-            stack = _shared["stack"]
-            _shared.update(url=None, stack=None)
-            stack.close()  # type: ignore[union-attr]
+    with shared_prometheus(
+        "fleet-prometheus", lambda: fleet_openmetrics(TELEMETRY_START, TELEMETRY_END), tmp_path_factory
+    ) as url:
+        yield url

@@ -83,6 +83,21 @@ def test_check_says_precisely_what_is_wrong(tmp_path):
     assert "policy.engine_idle_pct" in out and "policy.windw_seconds" in out
 
 
+def test_check_rejects_schedules_and_thresholds_that_would_fail_later(tmp_path):
+    bad = tmp_path / "bot.yaml"
+    bad.write_text(
+        "costs: {digest_cron: '0 9 * mon', timezone: Europe/Berlin}\n"
+        "alerts: {budget_thresholds_percent: [50, 90]}\n"
+    )
+    result = runner.invoke(app, ["check", "--config", str(bad)])
+    assert result.exit_code == 2
+    assert "cron '0 9 * mon' needs 5 fields" in result.output
+    assert "thresholds [90.0] are not supported" in result.output
+    bad.write_text("costs: {timezone: Europe/Berlim}\n")
+    result = runner.invoke(app, ["check", "--config", str(bad)])
+    assert "'Europe/Berlim' is not an IANA time zone name" in result.output
+
+
 def test_check_rejects_secrets_in_the_file_and_accepts_a_good_config(tmp_path):
     leaky = tmp_path / "leaky.yaml"
     leaky.write_text("slack_bot_token: xoxb-123\n")

@@ -243,6 +243,15 @@ def test_api_refusal_names_the_object_and_the_message(fake, writer):
     assert "cannot patch" in str(info.value) and info.value.status == 403
 
 
+def test_a_hung_api_server_fails_the_action_instead_of_holding_it(fake):
+    path = "/apis/kubeflow.org/v1/namespaces/ml-research/notebooks/llm-explore"
+    # Long enough that, without the request timeout, the patch would go through once it ended.
+    fake.stall("PATCH", path, seconds=5)
+    writer = KubernetesWriter(fake.api_client(), timeout_seconds=0.5)
+    with pytest.raises(ExecutorError, match="cannot reach the Kubernetes API"):
+        writer.apply(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), NOW)
+
+
 def test_verb_that_does_not_fit_the_target_is_refused_before_any_request(fake, writer):
     with pytest.raises(ExecutorError, match="cannot scale-to-zero"):
         writer.apply(action(ActionVerb.SCALE_TO_ZERO, NOTEBOOK), NOW)

@@ -12,7 +12,7 @@ import logging.config
 import sqlalchemy as sa
 from alembic import context
 
-from actions.store import MIGRATION_LOCK_ID, VERSION_TABLE, UTCDateTime, metadata
+from actions.store import MIGRATION_LOCK_ID, VERSION_TABLE, UTCDateTime, include_object, metadata
 
 config = context.config
 target_metadata = metadata
@@ -44,6 +44,7 @@ def _configure(connection: sa.Connection | None = None, url: str | None = None) 
         version_table=VERSION_TABLE,
         compare_type=True,
         render_item=_render_item,
+        include_object=include_object,
         # SQLite cannot ALTER most things; batch mode rebuilds the table instead.
         render_as_batch=dialect == "sqlite",
         literal_binds=connection is None,

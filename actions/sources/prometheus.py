@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import requests
 from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
@@ -172,13 +172,14 @@ def assemble_snapshot(
     return TelemetrySnapshot(at=at, window_seconds=window_seconds, gpus=tuple(gpus))
 
 
-class PrometheusTelemetry:
-    """Reads per-GPU telemetry from a Prometheus (or compatible: Thanos, Mimir, VictoriaMetrics)
-    HTTP API at ``url``.
+class PrometheusApi:
+    """One Prometheus (or compatible: Thanos, Mimir, VictoriaMetrics) HTTP API at ``url``, shared by
+    every source that queries it.
 
     ``headers`` are sent with every request (e.g. ``Authorization``, ``X-Scope-OrgID``);
     ``timeout_seconds`` bounds each request; connection errors and timeouts are retried
     ``attempts`` times in all with exponential backoff before TelemetryError is raised.
+    ``requests`` counts the queries sent.
     """
 
     def __init__(
@@ -191,6 +192,7 @@ class PrometheusTelemetry:
         attempts: int = 3,
     ):
         self.url = url.rstrip("/")
+        self.requests = 0
         self._attempts = attempts
         # Retries belong to tenacity alone; urllib3's own would multiply with them.
         self._client = PrometheusConnect(
@@ -201,24 +203,45 @@ class PrometheusTelemetry:
             timeout=timeout_seconds,
         )
 
-    def _query(self, name: str, promql: str, at: datetime) -> list[dict[str, Any]]:
+    def instant(self, name: str, promql: str, at: datetime) -> list[dict[str, Any]]:
+        """The ``result`` of an instant query evaluated at ``at`` (aware datetime): a list of
+        ``{"metric": {...}, "value": [ts, "v"]}``. ``name`` says which query in errors. Raises
+        ValueError for a naive ``at``, TelemetryError when Prometheus is unreachable or refuses."""
+        if at.tzinfo is None:
+            raise ValueError(f"at={at!r} has no time zone; pass an aware UTC datetime")
+        return self._call(name, promql, lambda: self._client.custom_query(promql, params={"time": at.timestamp()}))
+
+    def range(self, name: str, promql: str, start: datetime, end: datetime, step_seconds: float) -> list[dict[str, Any]]:
+        """The ``result`` of a range query from ``start`` to ``end`` every ``step_seconds``: a list
+        of ``{"metric": {...}, "values": [[ts, "v"], ...]}``. Raises as :meth:`instant`."""
+        step = f"{step_seconds:g}s"
+        return self._call(name, promql, lambda: self._client.custom_query_range(promql, start, end, step))
+
+    def _call(self, name: str, promql: str, fn: Callable[[], Any]) -> list[dict[str, Any]]:
         retrying = Retrying(
             stop=stop_after_attempt(self._attempts),
             wait=wait_exponential(multiplier=0.5, max=8),
             retry=retry_if_exception_type((requests.ConnectionError, requests.Timeout)),
             reraise=True,
         )
+        self.requests += 1
         try:
-            return retrying(self._client.custom_query, promql, params={"time": at.timestamp()})
+            return retrying(fn)
         except (requests.ConnectionError, requests.Timeout) as e:
             raise TelemetryError(
                 f"Prometheus at {self.url} unreachable after {self._attempts} attempts "
                 f"running the {name} query {promql!r}: {e}"
             ) from e
         except (PrometheusApiClientException, requests.RequestException, ValueError, KeyError) as e:
-            raise TelemetryError(
-                f"Prometheus at {self.url} failed the {name} query {promql!r}: {e}"
-            ) from e
+            raise TelemetryError(f"Prometheus at {self.url} failed the {name} query {promql!r}: {e}") from e
+
+
+class PrometheusTelemetry:
+    """Reads per-GPU telemetry through a :class:`PrometheusApi` at ``url`` (arguments as there)."""
+
+    def __init__(self, url: str, headers: dict[str, str] | None = None, **options: Any):
+        self.api = PrometheusApi(url, headers, **options)
+        self.url = self.api.url
 
     def fetch(self, at: datetime, policy: Policy) -> TelemetrySnapshot:
         """Telemetry of every GPU over ``policy.window_seconds`` ending at ``at`` (aware datetime;
@@ -231,7 +254,7 @@ class PrometheusTelemetry:
         if at.tzinfo is None:
             raise ValueError(f"at={at!r} has no time zone; pass an aware UTC datetime")
         at = at.astimezone(timezone.utc)
-        results = {name: self._query(name, q, at) for name, q in telemetry_queries(policy).items()}
+        results = {name: self.api.instant(name, q, at) for name, q in telemetry_queries(policy).items()}
         try:
             return assemble_snapshot(at, policy.window_seconds, results)
         except (KeyError, ValueError, TypeError, IndexError) as e:

@@ -15,6 +15,9 @@ from bot import blocks
 from bot.chat import Message
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from datetime import datetime
+
     from bot.runtime import Runtime
 
 
@@ -35,6 +38,8 @@ class CommandContext:
     prices: PriceBook
     rt: "Runtime | None" = None
     channel: str | None = None
+    # (start, end) -> team -> USD spent in [start, end); /gpu budget shows spend with it.
+    spend_usd: "Callable[[datetime, datetime], Mapping[str, float]] | None" = None
 
 
 class UsageError(Exception):
@@ -48,9 +53,10 @@ class UsageError(Exception):
 
 def subcommands() -> dict[str, ModuleType]:
     """Subcommand name -> module with ``NAME``, ``SUMMARY``, ``EXAMPLE`` and ``handle(args, ctx)``."""
-    from bot.commands import estimate, help
+    from bot.commands import budget, estimate, help, queue
+    from bot.commands import cost
 
-    return {m.NAME: m for m in (help, estimate)}
+    return {m.NAME: m for m in (help, estimate, queue, budget, cost)}
 
 
 def dispatch(text: str, ctx: CommandContext) -> Reply:

@@ -14,8 +14,10 @@ decoding) is exercised as in production. It holds objects in memory and serves:
 - ``Status`` JSON errors (404 NotFound, 409 Conflict/AlreadyExists, 415, 400, injected ones).
 
 Every request is recorded (method, path, query, parsed body, content type) for assertions.
-Resource types live in one table (``RESOURCE_TYPES``); serving a new type (e.g. coordination.k8s.io
-Leases) is one more entry there.
+Resource types live in one table (``RESOURCE_TYPES``); serving a new type is one more entry there.
+coordination.k8s.io Leases are served for leader election: a PUT carrying a stale
+``metadata.resourceVersion`` is refused with 409, and MicroTime fields (``spec.acquireTime``,
+``spec.renewTime``) without exactly six fractional digits with 400, as the real API server does.
 
 The JSON merge patch here is written independently of the bot's own, on purpose: the fake is the
 oracle the bot's patches are checked against.
@@ -26,8 +28,10 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import re
 import sys
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -49,6 +53,9 @@ class ResourceType:
     versions: tuple[str, ...]
     # Built-in types' list items carry no kind/apiVersion on the wire; custom resources' do.
     custom: bool = False
+    # Dotted paths of MicroTime fields: the API server refuses values without exactly six
+    # fractional digits (layout 2006-01-02T15:04:05.000000Z07:00), so the fake does too.
+    micro_time_fields: tuple[str, ...] = ()
 
 
 RESOURCE_TYPES: tuple[ResourceType, ...] = (
@@ -59,7 +66,13 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType("apps", "deployments", "Deployment", True, ("v1",)),
     ResourceType("kubeflow.org", "notebooks", "Notebook", True, ("v1",), custom=True),
     ResourceType("kueue.x-k8s.io", "workloads", "Workload", True, ("v1beta2", "v1beta1"), custom=True),
+    ResourceType(
+        "coordination.k8s.io", "leases", "Lease", True, ("v1",),
+        micro_time_fields=("spec.acquireTime", "spec.renewTime"),
+    ),
 )
+
+_MICRO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2})")
 
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
@@ -169,6 +182,7 @@ class FakeKubeApi:
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._injected: list[_Injected] = []
+        self._stalls: list[list] = []  # [method, path, seconds, times left]
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         for obj in objects:
@@ -256,6 +270,12 @@ class FakeKubeApi:
         with self._lock:
             self._injected.append(_Injected(method.upper(), path, status, reason, message, times))
 
+    def stall(self, method: str, path: str, seconds: float, times: int = 1) -> None:
+        """Hold the next ``times`` requests of ``method`` to exactly ``path`` for ``seconds``
+        before answering them, as a hung API server would."""
+        with self._lock:
+            self._stalls.append([method.upper(), path, seconds, times])
+
     # --- request handling (called from the server threads) ------------------------------------------
 
     @staticmethod
@@ -277,6 +297,12 @@ class FakeKubeApi:
         """Answer one request: ``(HTTP status, JSON body)``."""
         parts = urlsplit(raw_path)
         query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
+        with self._lock:
+            stall = next((st for st in self._stalls if st[:2] == [method, parts.path] and st[3] > 0), None)
+            if stall:
+                stall[3] -= 1
+        if stall:
+            time.sleep(stall[2])  # outside the lock: other requests are still answered
         parsed: Any = None
         if body:
             try:
@@ -433,6 +459,19 @@ class FakeKubeApi:
         self._store.objects[self._key(route.rtype, route.namespace or "", route.name or "")] = new
         return self._present(route, new)
 
+    def _check_micro_times(self, route: _Route, obj: dict) -> None:
+        for path in route.rtype.micro_time_fields:
+            value: Any = obj
+            for key in path.split("."):
+                value = value.get(key) if isinstance(value, dict) else None
+            if value is not None and not (isinstance(value, str) and _MICRO_TIME.fullmatch(value)):
+                raise ApiError(
+                    400,
+                    "BadRequest",
+                    f'{route.rtype.kind} in version "{route.version}" cannot be handled as a {route.rtype.kind}: '
+                    f'{path}: parsing time {json.dumps(value)} as "2006-01-02T15:04:05.000000Z07:00"',
+                )
+
     def _check_precondition(self, route: _Route, old: dict, wanted: Any) -> None:
         if wanted and wanted != old["metadata"].get("resourceVersion"):
             raise ApiError(
@@ -454,13 +493,16 @@ class FakeKubeApi:
             raise ApiError(400, "BadRequest", "the patch is not a JSON object")
         old = self._find(route)
         self._check_precondition(route, old, (body.get("metadata") or {}).get("resourceVersion"))
-        return self._store_updated(route, old, merge_patch(old, body))
+        patched = merge_patch(old, body)
+        self._check_micro_times(route, patched)
+        return self._store_updated(route, old, patched)
 
     def _replace(self, route: _Route, body: Any) -> dict:
         if not isinstance(body, dict) or (body.get("metadata") or {}).get("name") != route.name:
             raise ApiError(400, "BadRequest", "the name of the object does not match the name in the URL")
         old = self._find(route)
         self._check_precondition(route, old, body["metadata"].get("resourceVersion"))
+        self._check_micro_times(route, body)
         return self._store_updated(route, old, copy.deepcopy(body))
 
     def _create(self, route: _Route, body: Any) -> dict:
@@ -470,6 +512,7 @@ class FakeKubeApi:
         key = self._key(route.rtype, route.namespace or "", name)
         if key in self._store.objects:
             raise ApiError(409, "AlreadyExists", f'{route.rtype.plural} "{name}" already exists')
+        self._check_micro_times(route, body)
         obj = copy.deepcopy(body)
         obj["apiVersion"], obj["kind"] = self._api_version(route), route.rtype.kind
         meta = obj["metadata"]

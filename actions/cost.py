@@ -1,0 +1,628 @@
+"""The cost engine: GPU-hours and USD per team over a period, as a monthly chargeback report.
+
+Pure: it takes usage already aggregated server-side (``actions.sources.prometheus_usage`` builds
+:class:`UsageData` with a constant number of PromQL queries), a :class:`~actions.prices.PriceBook`
+and the teams, and returns a :class:`CostReport`. No I/O, no clock reads.
+
+Definitions (every figure in a report follows them):
+
+- *Allocated GPU-hours*: the sum over evaluation steps (``UsageData.step_seconds``, 300 s by
+  default) of the GPUs a running pod requested (``nvidia.com/gpu``), times the step in hours.
+- *Idle GPU-hours*: the allocated GPU-steps at which the GPU's peak engine activity within the
+  step stayed at or under ``Policy.engine_idle_pct`` (``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` where
+  exported, else ``DCGM_FI_DEV_GPU_UTIL``). Steps without telemetry are not idle (unknown).
+- *Efficiency*: used / allocated GPU-hours, used = allocated - idle; ratio 0-1.
+- *Spot ratio*: spot GPU-hours / all GPU-hours; ratio 0-1.
+- *Cost*: GPU-hours x the PriceBook's USD per GPU-hour for the node's instance type, capacity
+  type and GPU model. Nodes priced by a flat config price (``prices.gpu_families``) or bought as
+  reserved capacity are reported under the capacity type ``reserved/on-prem``.
+- *Team*: the configured team listing the namespace, else the value of the namespace label
+  ``team_label``, else ``"unallocated"`` (never dropped).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta, timezone
+from typing import Any, Iterable, Mapping
+from zoneinfo import ZoneInfo
+
+from actions.model import CapacityType, Node, PriceQuote, to_jsonable as _model_jsonable
+from actions.policy import TeamDirectory, gpu_family
+from actions.prices import PriceBook, PriceNotFound
+
+UNALLOCATED = "unallocated"
+RESERVED_ON_PREM = "reserved/on-prem"
+# Chart and table order of capacity types, cheapest commitment last.
+CAPACITY_ORDER = (
+    CapacityType.ON_DEMAND.value,
+    CapacityType.SPOT.value,
+    RESERVED_ON_PREM,
+    CapacityType.UNKNOWN.value,
+)
+DEFAULT_STEP_SECONDS = 300
+EFFICIENCY_TARGET = 0.80  # ratio 0-1; the FinOps chargeback layout's "target > 80%"
+
+# Where a node's instance type and capacity type came from.
+NODE_FROM_METRICS = "kube_node_labels"
+NODE_FROM_API = "kubernetes-api"
+
+
+# --- inputs: usage already aggregated in PromQL ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PodUsage:
+    """One pod's GPU use on one node over the period.
+
+    ``gpu_hours`` are allocated GPU-hours; ``idle_gpu_hours`` the idle part of them (see the
+    module docstring); ``gpu_model`` the DCGM ``modelName`` when telemetry named one.
+    """
+
+    namespace: str
+    pod: str
+    node: str
+    gpu_hours: float
+    idle_gpu_hours: float = 0.0
+    gpu_model: str | None = None
+
+
+@dataclass(frozen=True)
+class DailyUsage:
+    """GPU-hours of one namespace on one node during one UTC day (``day``)."""
+
+    day: date
+    namespace: str
+    node: str
+    gpu_hours: float
+    idle_gpu_hours: float = 0.0
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """What pricing needs of a node. ``source`` is ``NODE_FROM_METRICS`` or ``NODE_FROM_API``;
+    ``capacity_type`` is ``None`` when the source did not say."""
+
+    name: str
+    instance_type: str | None = None
+    capacity_type: CapacityType | None = None
+    gpu_model: str | None = None
+    source: str = NODE_FROM_METRICS
+
+
+@dataclass(frozen=True)
+class PodOwner:
+    """The controller of a pod as kube-state-metrics' ``kube_pod_owner`` reports it, plus the pod
+    labels that refine it (``notebook-name``, ``kueue.x-k8s.io/queue-name``)."""
+
+    namespace: str
+    pod: str
+    owner_kind: str | None = None
+    owner_name: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class UsageData:
+    """Everything the engine needs from the metrics for one period ``[start, end]`` (aware UTC).
+
+    ``namespace_labels`` maps namespace -> labels (original keys, e.g. ``team``);
+    ``idle_threshold_pct`` the engine activity (percent 0-100) at or under which a step counted
+    as idle, when known; ``notes`` are caveats the source wants shown in the report.
+    """
+
+    start: datetime
+    end: datetime
+    step_seconds: float
+    pods: tuple[PodUsage, ...] = ()
+    daily: tuple[DailyUsage, ...] = ()
+    nodes: Mapping[str, NodeInfo] = field(default_factory=dict)
+    owners: Mapping[tuple[str, str], PodOwner] = field(default_factory=dict)
+    namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    idle_threshold_pct: float | None = None
+    notes: tuple[str, ...] = ()
+
+    def nodes_missing_capacity_type(self) -> list[str]:
+        """Names of nodes pods ran on whose capacity type the metrics did not give, sorted."""
+        used = {p.node for p in self.pods} | {d.node for d in self.daily}
+        return sorted(n for n in used if (info := self.nodes.get(n)) is None or info.capacity_type is None)
+
+
+# --- outputs ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FlavorLine:
+    """GPU-hours and USD of one (GPU model, capacity type, price) in a team's report.
+
+    ``capacity_type`` is ``on-demand``, ``spot``, ``reserved/on-prem`` or ``unknown``;
+    ``usd_per_gpu_hour`` USD per GPU-hour; ``price_source`` and ``price_as_of`` say where the
+    price came from (empty ``price_as_of`` when the source has no date).
+    """
+
+    gpu_model: str
+    capacity_type: str
+    gpu_hours: float
+    usd_per_gpu_hour: float
+    cost_usd: float
+    idle_gpu_hours: float
+    idle_cost_usd: float
+    price_source: str
+    price_as_of: str = ""
+    instance_type: str | None = None
+
+
+@dataclass(frozen=True)
+class Consumer:
+    """A workload owner and what it used: ``kind`` is ``Notebook``, ``Workload`` (Kueue),
+    ``Job``, ``Deployment``, ``StatefulSet``, ... or ``Pod``; ``idle_share`` ratio 0-1 of its
+    GPU-hours that were idle; ``queue`` the Kueue LocalQueue when the pods carried one."""
+
+    kind: str
+    namespace: str
+    name: str
+    gpu_hours: float
+    cost_usd: float
+    idle_gpu_hours: float
+    idle_share: float
+    queue: str | None = None
+
+
+@dataclass(frozen=True)
+class DailyCost:
+    """One UTC day of a team's cost: USD by capacity type and the idle part of it (USD)."""
+
+    day: date
+    cost_usd_by_capacity_type: Mapping[str, float]
+    idle_cost_usd: float
+
+    @property
+    def cost_usd(self) -> float:
+        return sum(self.cost_usd_by_capacity_type.values())
+
+
+@dataclass(frozen=True)
+class TeamReport:
+    """A team's chargeback over ``[period_start, period_end]``.
+
+    GPU-hours, USD; ``efficiency`` and ``spot_ratio`` are ratios 0-1 (``None`` when the team used
+    no GPU-hours). ``by_flavor`` is sorted by cost, highest first; ``top_consumers`` likewise and
+    cut to the report's top N; ``daily`` covers every UTC day the period touches.
+    """
+
+    team: str
+    period_start: datetime
+    period_end: datetime
+    gpu_hours: float
+    cost_usd: float
+    idle_gpu_hours: float
+    idle_cost_usd: float
+    efficiency: float | None
+    spot_ratio: float | None
+    by_flavor: tuple[FlavorLine, ...] = ()
+    top_consumers: tuple[Consumer, ...] = ()
+    daily: tuple[DailyCost, ...] = ()
+    notes: tuple[str, ...] = ()
+    namespaces: tuple[str, ...] = ()
+
+    @property
+    def idle_share(self) -> float | None:
+        """Idle GPU-hours / GPU-hours, ratio 0-1 (``None`` without GPU-hours)."""
+        return self.idle_gpu_hours / self.gpu_hours if self.gpu_hours else None
+
+
+@dataclass(frozen=True)
+class CostReport:
+    """Every team's report for one period; ``teams`` includes ``"unallocated"`` when pods in no
+    team used GPUs. ``notes`` apply to the whole report (e.g. the Kubernetes API fallback)."""
+
+    period_start: datetime
+    period_end: datetime
+    teams: Mapping[str, TeamReport]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def cost_usd(self) -> float:
+        return sum(t.cost_usd for t in self.teams.values())
+
+    @property
+    def gpu_hours(self) -> float:
+        return sum(t.gpu_hours for t in self.teams.values())
+
+
+def to_jsonable(obj: Any) -> Any:
+    """A report (CostReport, TeamReport or any part) as JSON values: datetimes RFC 3339, dates
+    ISO, USD and GPU-hours as floats; a TeamReport gains ``idle_share`` (ratio 0-1)."""
+    if isinstance(obj, TeamReport):
+        out = {k: to_jsonable(getattr(obj, k)) for k in obj.__dataclass_fields__}
+        out["idle_share"] = obj.idle_share
+        return out
+    if isinstance(obj, DailyCost):
+        return {
+            "day": obj.day.isoformat(),
+            "cost_usd": obj.cost_usd,
+            "cost_usd_by_capacity_type": dict(obj.cost_usd_by_capacity_type),
+            "idle_cost_usd": obj.idle_cost_usd,
+        }
+    if isinstance(obj, CostReport):
+        return {
+            "period_start": _model_jsonable(obj.period_start),
+            "period_end": _model_jsonable(obj.period_end),
+            "teams": {k: to_jsonable(v) for k, v in obj.teams.items()},
+            "notes": list(obj.notes),
+        }
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, date) and not isinstance(obj, datetime):
+        return obj.isoformat()
+    return _model_jsonable(obj)
+
+
+# --- periods ---------------------------------------------------------------------------------------
+
+PERIOD_EXAMPLES = ("7d", "30d", "mtd", "last-month")
+_PERIOD = re.compile(r"^(\d{1,3})([hdw])$")
+
+
+class PeriodError(ValueError):
+    """A period that cannot be read; the message shows the forms that can."""
+
+
+def floor_time(t: datetime, step_seconds: float) -> datetime:
+    """``t`` rounded down to a multiple of ``step_seconds`` since the Unix epoch (aware UTC)."""
+    ts = t.timestamp()
+    return datetime.fromtimestamp(ts - ts % step_seconds, tz=timezone.utc)
+
+
+def parse_period(
+    text: str, now: datetime, tz: str = "UTC", step_seconds: float = DEFAULT_STEP_SECONDS
+) -> tuple[datetime, datetime]:
+    """``(start, end)`` in aware UTC for a period word, ending at ``now`` floored to the step.
+
+    ``Nd``/``Nw``/``Nh`` (``7d``, ``30d``, ``2w``, ``12h``): the last N days, weeks or hours;
+    ``mtd``: since the first of this month 00:00 in ``tz``; ``last-month``: the whole previous
+    month in ``tz``. Raises PeriodError (a ValueError) otherwise.
+    """
+    word = text.strip().lower()
+    end = floor_time(now, step_seconds)
+    zone = ZoneInfo(tz)
+    m = _PERIOD.match(word)
+    if m:
+        n, unit = int(m.group(1)), m.group(2)
+        if n == 0:
+            raise PeriodError(f"period {text!r} is empty; try {', '.join(PERIOD_EXAMPLES)}")
+        delta = {"h": timedelta(hours=n), "d": timedelta(days=n), "w": timedelta(weeks=n)}[unit]
+        return end - delta, end
+    local = now.astimezone(zone)
+    month_start = datetime.combine(local.date().replace(day=1), time(0), tzinfo=zone)
+    if word == "mtd":
+        return month_start.astimezone(timezone.utc), end
+    if word in ("last-month", "lastmonth", "last_month"):
+        prev = (month_start.date() - timedelta(days=1)).replace(day=1)
+        start = datetime.combine(prev, time(0), tzinfo=zone).astimezone(timezone.utc)
+        return start, month_start.astimezone(timezone.utc)
+    raise PeriodError(
+        f"{text!r} is not a period I know; use one of {', '.join(PERIOD_EXAMPLES)} (or 12h, 2w)"
+    )
+
+
+def day_buckets(start: datetime, end: datetime) -> list[tuple[date, datetime, datetime]]:
+    """The UTC days ``[start, end)`` touches as ``(day, bucket_start, bucket_end)``, clipped to
+    the period (the first and last may be partial)."""
+    out = []
+    cursor = start
+    while cursor < end:
+        nxt = min(datetime.combine(cursor.date() + timedelta(days=1), time(0), tzinfo=timezone.utc), end)
+        out.append((cursor.date(), cursor, nxt))
+        cursor = nxt
+    return out
+
+
+# --- teams and owners ------------------------------------------------------------------------------
+
+
+def team_of(
+    namespace: str,
+    teams: TeamDirectory,
+    namespace_labels: Mapping[str, Mapping[str, str]],
+    team_label: str | None,
+) -> str:
+    """The team a namespace's GPU-hours are charged to: the configured team listing it, else
+    the value of its ``team_label`` label, else ``UNALLOCATED``."""
+    for team in teams.teams.values():
+        if namespace in team.namespaces:
+            return team.name
+    if team_label:
+        value = namespace_labels.get(namespace, {}).get(team_label)
+        if value:
+            return value
+    return UNALLOCATED
+
+
+_TEMPLATE_HASH = re.compile(r"^(?P<name>.+)-[a-z0-9]{6,10}$")
+
+
+def consumer_of(owner: PodOwner | None, namespace: str, pod: str) -> tuple[str, str, str | None]:
+    """``(kind, name, queue)`` of the workload owner a pod's GPU-hours are charged to.
+
+    In order: a pod labelled ``notebook-name`` (Kubeflow) is that ``Notebook``; a pod labelled
+    ``kueue.x-k8s.io/queue-name`` belongs to a Kueue ``Workload``, named after its Job or
+    Deployment (Kueue's own Workload object names are not in the metrics); a ReplicaSet stands
+    for its ``Deployment`` (the name without the pod-template-hash suffix); any other controller
+    (Job, StatefulSet, ...) is itself; a pod without a controller is the ``Pod``.
+    """
+    labels = owner.labels if owner else {}
+    queue = labels.get("kueue.x-k8s.io/queue-name") or None
+    notebook = labels.get("notebook-name")
+    if notebook:
+        return "Notebook", notebook, queue
+    kind, name = (owner.owner_kind, owner.owner_name) if owner else (None, None)
+    if kind == "ReplicaSet" and name:
+        m = _TEMPLATE_HASH.match(name)
+        kind, name = "Deployment", (m.group("name") if m else name)
+    if not kind or not name or kind == "<none>" or name == "<none>":
+        kind, name = "Pod", pod
+    if queue:
+        return "Workload", name, queue
+    return kind, name, None
+
+
+# --- pricing ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Priced:
+    gpu_model: str
+    capacity_label: str
+    capacity: CapacityType
+    quote: PriceQuote | None
+    problem: str | None = None
+
+
+def capacity_label(quote: PriceQuote) -> str:
+    """How a quote's capacity is shown: flat config prices (``prices.gpu_families``) and reserved
+    capacity are ``reserved/on-prem``; otherwise the capacity type's value."""
+    if quote.capacity_type is CapacityType.RESERVED or quote.source.startswith("config flat price"):
+        return RESERVED_ON_PREM
+    return quote.capacity_type.value
+
+
+def _price(node: NodeInfo | None, dcgm_model: str | None, prices: PriceBook) -> _Priced:
+    capacity = (node.capacity_type if node else None) or CapacityType.UNKNOWN
+    instance_type = node.instance_type if node else None
+    model = dcgm_model or (node.gpu_model if node else None)
+    try:
+        quote = prices.quote(instance_type, capacity, model)
+    except PriceNotFound as e:
+        family = (gpu_family(model) if model else None) or model or "unknown GPU"
+        return _Priced(family, capacity.value, capacity, None, str(e))
+    family = quote.gpu_model or (gpu_family(model) if model else None) or model or "unknown GPU"
+    return _Priced(family, capacity_label(quote), capacity, quote)
+
+
+# --- the computation -------------------------------------------------------------------------------
+
+
+@dataclass
+class _Acc:
+    gpu_hours: float = 0.0
+    idle: float = 0.0
+    cost: float = 0.0
+    idle_cost: float = 0.0
+
+
+def idle_definition(step_seconds: float, threshold_pct: float) -> str:
+    """The sentence a report shows to say what its idle GPU-hours are."""
+    return (
+        f"Idle: GPU-hours in {step_seconds / 60:g}-minute steps whose engine activity peaked at or "
+        f"under {threshold_pct:g}% (DCGM_FI_PROF_GR_ENGINE_ACTIVE, else DCGM_FI_DEV_GPU_UTIL); "
+        "steps without telemetry count as used"
+    )
+
+
+def resolve_nodes(
+    usage: UsageData, api_nodes: Mapping[str, Node] | None
+) -> tuple[dict[str, NodeInfo], list[str]]:
+    """The nodes to price with, and notes. Where ``kube_node_labels`` gave no capacity type,
+    the Kubernetes API's node labels (``api_nodes``, model ``Node``s) are used instead; a node
+    neither knows is priced as capacity type unknown. Both cases are named in the notes."""
+    nodes = dict(usage.nodes)
+    notes: list[str] = []
+    missing = usage.nodes_missing_capacity_type()
+    if not missing:
+        return nodes, notes
+    from_api, unknown = [], []
+    for name in missing:
+        api = (api_nodes or {}).get(name)
+        have = nodes.get(name)
+        if api is not None and api.capacity_type is not CapacityType.UNKNOWN:
+            nodes[name] = NodeInfo(
+                name,
+                instance_type=(have.instance_type if have else None) or api.instance_type,
+                capacity_type=api.capacity_type,
+                gpu_model=(have.gpu_model if have else None) or api.gpu_product,
+                source=NODE_FROM_API,
+            )
+            from_api.append(name)
+        else:
+            unknown.append(name)
+    if from_api:
+        notes.append(
+            "kube_node_labels has no capacity-type label for "
+            f"{_names(from_api)}: capacity type read from the Kubernetes API's node labels instead "
+            "(current labels; add karpenter.sh/capacity-type to kube-state-metrics' "
+            "--metric-labels-allowlist=nodes=[...] for history)"
+        )
+    if unknown:
+        notes.append(
+            f"capacity type unknown for {_names(unknown)} (not in kube_node_labels nor the "
+            "Kubernetes API): priced as on-demand"
+        )
+    return nodes, notes
+
+
+def _names(names: list[str], limit: int = 5) -> str:
+    shown = ", ".join(names[:limit])
+    more = len(names) - limit
+    return f"node{'s' if len(names) > 1 else ''} {shown}" + (f" and {more} more" if more > 0 else "")
+
+
+def compute_cost_report(
+    usage: UsageData,
+    prices: PriceBook,
+    teams: TeamDirectory,
+    *,
+    team_label: str | None = "team",
+    top_consumers: int = 5,
+    api_nodes: Mapping[str, Node] | None = None,
+) -> CostReport:
+    """Price ``usage`` and split it by team (see the module docstring for every definition).
+
+    ``api_nodes`` (node name -> model ``Node`` from the Kubernetes API) are consulted only for
+    nodes whose capacity type the metrics lack, and the report's notes say so. A node that no
+    price source covers is counted at $0 with a note naming it and the config that would fix it.
+    Every configured team appears, with zeros when it used nothing. Pure.
+    """
+    nodes, notes = resolve_nodes(usage, api_nodes)
+    notes = list(usage.notes) + notes
+    if usage.idle_threshold_pct is not None:
+        notes.insert(0, idle_definition(usage.step_seconds, usage.idle_threshold_pct))
+    priced_cache: dict[tuple[str, str | None], _Priced] = {}
+
+    def priced(node: str, model: str | None) -> _Priced:
+        key = (node, model)
+        if key not in priced_cache:
+            priced_cache[key] = _price(nodes.get(node), model, prices)
+        return priced_cache[key]
+
+    # A node's GPU model for daily rows, which carry no modelName: the one its pods reported.
+    node_model: dict[str, str] = {}
+    for p in usage.pods:
+        if p.gpu_model:
+            node_model.setdefault(p.node, p.gpu_model)
+
+    team_by_ns: dict[str, str] = {}
+
+    def team(ns: str) -> str:
+        if ns not in team_by_ns:
+            team_by_ns[ns] = team_of(ns, teams, usage.namespace_labels, team_label)
+        return team_by_ns[ns]
+
+    flavors: dict[str, dict[tuple, _Acc]] = defaultdict(lambda: defaultdict(_Acc))
+    flavor_quote: dict[tuple, _Priced] = {}
+    consumers: dict[str, dict[tuple, _Acc]] = defaultdict(lambda: defaultdict(_Acc))
+    consumer_queue: dict[tuple, str | None] = {}
+    spot_hours: dict[str, float] = defaultdict(float)
+    team_namespaces: dict[str, set[str]] = defaultdict(set)
+    unpriced: set[str] = set()
+
+    for p in usage.pods:
+        t = team(p.namespace)
+        team_namespaces[t].add(p.namespace)
+        pr = priced(p.node, p.gpu_model or node_model.get(p.node))
+        rate = pr.quote.usd_per_gpu_hour if pr.quote else 0.0
+        if pr.quote is None:
+            unpriced.add(p.node)
+        idle = min(p.idle_gpu_hours, p.gpu_hours)
+        fkey = (pr.gpu_model, pr.capacity_label, rate, pr.quote.source if pr.quote else "")
+        flavor_quote[fkey] = pr
+        acc = flavors[t][fkey]
+        acc.gpu_hours += p.gpu_hours
+        acc.idle += idle
+        acc.cost += p.gpu_hours * rate
+        acc.idle_cost += idle * rate
+        if pr.capacity is CapacityType.SPOT:
+            spot_hours[t] += p.gpu_hours
+        kind, name, queue = consumer_of(usage.owners.get((p.namespace, p.pod)), p.namespace, p.pod)
+        ckey = (kind, p.namespace, name)
+        consumer_queue[ckey] = consumer_queue.get(ckey) or queue
+        c = consumers[t][ckey]
+        c.gpu_hours += p.gpu_hours
+        c.idle += idle
+        c.cost += p.gpu_hours * rate
+        c.idle_cost += idle * rate
+
+    daily: dict[str, dict[date, dict[str, float]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(float)))
+    daily_idle: dict[str, dict[date, float]] = defaultdict(lambda: defaultdict(float))
+    for d in usage.daily:
+        t = team(d.namespace)
+        pr = priced(d.node, node_model.get(d.node))
+        rate = pr.quote.usd_per_gpu_hour if pr.quote else 0.0
+        daily[t][d.day][pr.capacity_label] += d.gpu_hours * rate
+        daily_idle[t][d.day] += min(d.idle_gpu_hours, d.gpu_hours) * rate
+
+    if unpriced:
+        problems = sorted({priced_cache[k].problem or "" for k in priced_cache if k[0] in unpriced})
+        notes.append(f"no price for {_names(sorted(unpriced))}: counted at $0. " + " ".join(problems))
+
+    days = [d for d, _, _ in day_buckets(usage.start, usage.end)]
+    names = set(flavors) | set(teams.teams)
+    reports: dict[str, TeamReport] = {}
+    for t in sorted(names, key=lambda n: (n == UNALLOCATED, n)):
+        lines = []
+        for (model, cap, rate, source), acc in flavors.get(t, {}).items():
+            quote = flavor_quote[(model, cap, rate, source)].quote
+            lines.append(
+                FlavorLine(
+                    gpu_model=model,
+                    capacity_type=cap,
+                    gpu_hours=acc.gpu_hours,
+                    usd_per_gpu_hour=rate,
+                    cost_usd=acc.cost,
+                    idle_gpu_hours=acc.idle,
+                    idle_cost_usd=acc.idle_cost,
+                    price_source=source or "no price found",
+                    price_as_of=quote.as_of if quote else "",
+                    instance_type=quote.instance_type if quote else None,
+                )
+            )
+        lines.sort(key=lambda f: (-f.cost_usd, -f.gpu_hours, f.gpu_model, f.capacity_type))
+        top = sorted(
+            (
+                Consumer(kind, ns, name, c.gpu_hours, c.cost, c.idle, c.idle / c.gpu_hours if c.gpu_hours else 0.0,
+                         consumer_queue.get((kind, ns, name)))
+                for (kind, ns, name), c in consumers.get(t, {}).items()
+            ),
+            key=lambda c: (-c.cost_usd, -c.gpu_hours, c.namespace, c.name),
+        )[:top_consumers]
+        hours = sum(f.gpu_hours for f in lines)
+        idle = sum(f.idle_gpu_hours for f in lines)
+        team_daily = tuple(
+            DailyCost(
+                day,
+                {cap: daily[t][day][cap] for cap in CAPACITY_ORDER if daily[t][day].get(cap)},
+                daily_idle[t][day],
+            )
+            for day in days
+        )
+        team_notes = []
+        if t == UNALLOCATED:
+            team_notes.append(
+                "namespaces in no configured team"
+                + (f" and without a {team_label!r} namespace label" if team_label else "")
+                + ": " + ", ".join(sorted(team_namespaces[t]))
+            )
+        reports[t] = TeamReport(
+            team=t,
+            period_start=usage.start,
+            period_end=usage.end,
+            gpu_hours=hours,
+            cost_usd=sum(f.cost_usd for f in lines),
+            idle_gpu_hours=idle,
+            idle_cost_usd=sum(f.idle_cost_usd for f in lines),
+            efficiency=(hours - idle) / hours if hours else None,
+            spot_ratio=spot_hours[t] / hours if hours else None,
+            by_flavor=tuple(lines),
+            top_consumers=tuple(top),
+            daily=team_daily,
+            notes=tuple(team_notes),
+            namespaces=tuple(sorted(team_namespaces[t] | set(teams.teams[t].namespaces if t in teams.teams else ()))),
+        )
+    return CostReport(usage.start, usage.end, reports, tuple(notes))
+
+
+def table_order(reports: Iterable[TeamReport]) -> list[TeamReport]:
+    """Reports sorted by cost, highest first, ``unallocated`` last (the all-teams table order)."""
+    return sorted(reports, key=lambda r: (r.team == UNALLOCATED, -r.cost_usd, r.team))

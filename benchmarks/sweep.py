@@ -1,0 +1,283 @@
+"""What one sweep costs as the cluster grows: decoding pods, reading the cluster, deciding idleness.
+
+For each N in --pods (N pods of about 5.3 KB of JSON each, 20% of them CPU-only) it measures:
+
+1. decoding one PodList response three ways: the ``kubernetes`` client's models
+   (``ApiClient.deserialize(text, "V1PodList", "application/json")``, what
+   ``list_pod_for_all_namespaces`` does), plain ``json.loads``, and the bot's
+   ``kubeobjects.decode_pod_page``. Each run is a fresh, warmed-up subprocess; "MB" is the growth
+   of its peak RSS (VmHWM) during the decode, the response bytes being in memory before it.
+2. ``KubernetesSource(page_size=500).snapshot()`` through the real client against ``FakeKubeApi``
+   serving the N pods (the fake runs in its own process, so its CPU is not counted): the one-off
+   client setup, a first and a second snapshot, and the pod list requests per snapshot.
+3. ``detect_idle`` over a snapshot of the GPU pods (half notebooks, half Kueue jobs; half of the
+   consumers idle): seconds per call and microseconds per pod; growth of the latter with N means
+   superlinear behaviour.
+
+Figures are medians of --repeat runs. Run from the repository root:
+
+    python benchmarks/sweep.py [--pods 1000,10000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import json
+import multiprocessing
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
+SOURCE_MAX_PODS = 10000  # part 2 is skipped above this (the fake keeps every object in memory)
+_DEMO = json.loads((ROOT / "bot" / "demo_data" / "cluster.json").read_bytes())["items"]
+_BASE_POD = next(o for o in _DEMO if o["kind"] == "Pod" and o["metadata"]["name"] == "llm-explore-0")
+_BASE_NODE = next(o for o in _DEMO if o["kind"] == "Node")
+_SA_VOLUME = {"name": "kube-api-access-x7k2p", "projected": {"defaultMode": 420, "sources": [
+    {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+    {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+    {"downwardAPI": {"items": [{"path": "namespace",
+                                "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}}
+
+
+def _env(names: list[str], prefix: str) -> list[dict]:
+    return [{"name": n, "value": f"{prefix}-{n.lower()}"} for n in names]
+
+
+def make_pod(i: int) -> dict:
+    """A pod like a real GPU pod (two containers, env, volumes, tolerations, statuses); every fifth
+    is CPU-only; even ones are Kubeflow notebook pods, odd ones pods of Kueue-admitted Jobs."""
+    p = copy.deepcopy(_BASE_POD)
+    m, spec, status = p["metadata"], p["spec"], p["status"]
+    ns, uid = f"team-{i % 40:02d}", f"{i:08x}-710e-540f-ac81-964ffb64d106"
+    if i % 2 == 0:
+        owner = f"nb-{i:06d}"
+        name = f"{owner}-0"
+        m["labels"].update({"app": owner, "notebook-name": owner, "statefulset": owner,
+                            "statefulset.kubernetes.io/pod-name": name})
+        m["ownerReferences"][0].update(name=owner, uid=f"{i:08x}-f074-5a77-a2a9-3a5301b1caa7")
+    else:
+        owner, name = f"job-{i:06d}", f"job-{i:06d}-worker-0"
+        m["labels"] = {"batch.kubernetes.io/job-name": owner, "job-name": owner, "controller-uid": uid,
+                       "kueue.x-k8s.io/queue-name": "training-queue", "kueue.x-k8s.io/podset": "main"}
+        m["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": owner, "uid": uid,
+                                 "controller": True, "blockOwnerDeletion": True}]
+    m.update(name=name, namespace=ns, uid=uid, resourceVersion=str(400000 + i))
+    main = spec["containers"][0]
+    main["name"] = "main"
+    if i % 5 == 4:  # CPU-only
+        [main["resources"][key].pop("nvidia.com/gpu") for key in ("limits", "requests")]
+    main["env"] += _env(["HF_HOME", "TRANSFORMERS_CACHE", "WANDB_PROJECT", "WANDB_ENTITY", "NCCL_DEBUG",
+                         "OMP_NUM_THREADS"], ns) + [
+        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
+        {"name": "AWS_SECRET_ACCESS_KEY", "valueFrom": {"secretKeyRef": {"name": "s3-creds", "key": "secret"}}}]
+    main["volumeMounts"] = [{"name": "workspace", "mountPath": "/home/jovyan"},
+                            {"name": "dshm", "mountPath": "/dev/shm"},
+                            {"name": _SA_VOLUME["name"], "readOnly": True,
+                             "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}]
+    sidecar = {"name": "log-shipper", "image": "fluent/fluent-bit:3.1.9", "imagePullPolicy": "IfNotPresent",
+               "args": ["--config=/fluent-bit/etc/fluent-bit.conf", "--quiet"],
+               "env": _env(["LOG_LEVEL", "FLUENT_ELASTICSEARCH_HOST", "CLUSTER_NAME"], ns),
+               "resources": {"limits": {"memory": "128Mi"}, "requests": {"cpu": "50m", "memory": "64Mi"}},
+               "volumeMounts": [{"name": "fluent-bit-config", "mountPath": "/fluent-bit/etc"}],
+               "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}
+    spec.update(containers=[main, sidecar], nodeName=f"gpu-node-{i // 8:05d}", volumes=[
+        {"name": "workspace", "persistentVolumeClaim": {"claimName": f"workspace-{owner}"}},
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}},
+        {"name": "fluent-bit-config", "configMap": {"name": "fluent-bit-config", "defaultMode": 420}},
+        _SA_VOLUME])
+    spec["tolerations"].append({"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                                "effect": "NoExecute", "tolerationSeconds": 300})
+    (statuses := status["containerStatuses"])[0]["name"] = "main"
+    statuses.append({**copy.deepcopy(statuses[0]), "name": "log-shipper", "image": sidecar["image"],
+                     "imageID": "docker.io/fluent/fluent-bit@sha256:" + "9c1e" * 16})
+    status.update(podIP=f"10.{i // 65536 % 256}.{i // 256 % 256}.{i % 256}", hostIP=f"10.0.{i // 8 % 256}.41")
+    return p
+
+
+def pod_list(n: int) -> bytes:
+    """A PodList response body (list items carry no kind/apiVersion on the wire)."""
+    items = [{k: v for k, v in make_pod(i).items() if k not in ("apiVersion", "kind")} for i in range(n)]
+    return json.dumps({"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "500000"},
+                       "items": items}).encode()
+
+
+def _serve_fake(n: int, conn) -> None:
+    """Serve the N pods, their H100 nodes (8 pods a node) and the demo's other objects."""
+    from tests.fakes.kube_api import FakeKubeApi
+
+    nodes = [copy.deepcopy(_BASE_NODE) for _ in range((n + 7) // 8)]
+    for k, node in enumerate(nodes):
+        node["metadata"]["name"] = node["metadata"]["labels"]["kubernetes.io/hostname"] = f"gpu-node-{k:05d}"
+    others = [o for o in _DEMO if o["kind"] not in ("Pod", "Node")]
+    with FakeKubeApi([make_pod(i) for i in range(n)] + nodes + others) as fake:
+        conn.send(fake.url)
+        conn.recv()
+        conn.send(sum(r.path == "/api/v1/pods" for r in fake.requests))
+
+
+def _rss_mb(field: str) -> float:
+    """VmRSS / VmHWM of this process in MB. Not ``ru_maxrss``: across exec Linux carries the
+    parent's RSS at fork into it, which hides any growth smaller than the parent."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def child(kind: str, n: int, path: str) -> dict:
+    """One measurement in a fresh process: seconds and growth of peak RSS in MB."""
+    import kubernetes.client
+    from actions.sources.kubeobjects import decode_pod_page
+    from actions.sources.kubernetes import KubernetesSource
+
+    data, extra = Path(path).read_bytes() if path != "-" else b"", {}
+    if kind == "source":
+        ctx = multiprocessing.get_context("fork")
+        ours, theirs = ctx.Pipe()
+        ctx.Process(target=_serve_fake, args=(n, theirs), daemon=True).start()
+        client = kubernetes.client.ApiClient(kubernetes.client.Configuration())
+        client.configuration.host = ours.recv()
+        t0 = time.perf_counter()
+        source = KubernetesSource(client, page_size=500)  # builds CoreV1Api etc.: a one-off cost
+        extra["setup"] = time.perf_counter() - t0
+    api = kubernetes.client.ApiClient()
+    decode = {"models": lambda d: api.deserialize(d.decode(), "V1PodList", "application/json").items,
+              "json": lambda d: json.loads(d)["items"],
+              "msgspec": lambda d: decode_pod_page(d)[0],
+              "source": lambda d: source.snapshot(NOW).pods}[kind]
+    if kind != "source":
+        decode(pod_list(1))  # warm up, as a long-running bot is after its first sweep
+    try:  # reset the high-water mark to the current RSS
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+    before, t0 = _rss_mb("VmRSS"), time.perf_counter()
+    out = decode(data)
+    seconds, peak_mb = time.perf_counter() - t0, _rss_mb("VmHWM") - before
+    extra["items"] = len(out)
+    if kind == "source":
+        t0 = time.perf_counter()
+        source.snapshot(NOW)
+        extra["again"] = time.perf_counter() - t0
+        ours.send("done")
+        extra["pod_requests"] = ours.recv() // 2  # two snapshots were taken
+    return {"seconds": seconds, "peak_mb": peak_mb, **extra}
+
+
+def measure(kind: str, n: int, path: str, repeat: int) -> dict:
+    runs = [json.loads(subprocess.run([sys.executable, __file__, "--child", kind, str(n), path], cwd=ROOT,
+                                      capture_output=True, text=True, check=True).stdout.splitlines()[-1])
+            for _ in range(repeat)]
+    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+
+
+def idle_inputs(data: bytes):
+    """A snapshot and telemetry for the GPU pods of ``data``: Notebooks and admitted Workloads for
+    their owners, H100 nodes, one telemetry series per GPU; half of the consumers idle."""
+    from actions.model import (CapacityType, ClusterSnapshot, GpuTelemetry, Node, Notebook, OwnerRef,
+                               TelemetrySnapshot, Workload)
+    from actions.sources.kubeobjects import decode_pod_page
+
+    long_ago = NOW - timedelta(days=1)
+    pods = [dataclasses.replace(p, created=long_ago, started=long_ago) for p in decode_pod_page(data)[0]]
+    notebooks, workloads, gpus = [], [], []
+    for k, p in enumerate(pods):
+        if "notebook-name" in p.labels:
+            notebooks.append(Notebook(p.namespace, p.labels["notebook-name"]))
+        else:
+            job = p.owners[0].name
+            workloads.append(Workload(p.namespace, f"{job}-1a2b3", f"wl-{k}", "kueue.x-k8s.io/v1beta2",
+                                      "training-queue", True, long_ago, True, "gpu-cluster-queue",
+                                      owners=(OwnerRef("batch/v1", "Job", job, True),)))
+        idle = (k // 2) % 2 == 0  # half of the notebooks and half of the jobs
+        gpus += [GpuTelemetry(p.namespace, p.name, f"GPU-{k:08d}-{g}", "NVIDIA H100 80GB HBM3",
+                              "DCGM_FI_PROF_GR_ENGINE_ACTIVE", 0.0 if idle else 85.0, 70.0 if idle else 420.0,
+                              1.0, p.node, None, NOW - timedelta(hours=6)) for g in range(p.gpus)]
+    nodes = {p.node: Node(p.node, {}, "p5.48xlarge", CapacityType.ON_DEMAND, "gpu-on-demand",
+                          "NVIDIA-H100-80GB-HBM3", 8) for p in pods if p.node}
+    snapshot = ClusterSnapshot(NOW, tuple(pods), nodes, tuple(notebooks), workloads=tuple(workloads),
+                               workload_api_version="kueue.x-k8s.io/v1beta2")
+    return snapshot, TelemetrySnapshot(NOW, 3600, tuple(gpus))
+
+
+def time_detect(data: bytes, repeat: int) -> tuple[float, int, int]:
+    from actions.idle import detect_idle
+    from actions.policy import Policy, TeamDirectory
+    from actions.prices import PriceBook, PriceCatalog
+
+    snapshot, telemetry = idle_inputs(data)
+    prices, policy, teams = PriceBook(PriceCatalog.bundled()), Policy(), TeamDirectory([])
+    times, found = [], 0
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        found = len(detect_idle(snapshot, telemetry, prices, policy, teams, NOW))
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), len(snapshot.pods), found
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pods", default="1000,10000", help="comma-separated pod counts")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per figure (the median is printed)")
+    ap.add_argument("--child", nargs=3, metavar=("KIND", "N", "PATH"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child[0], int(args.child[1]), args.child[2])))
+        return
+    import kubernetes
+    import msgspec
+
+    sizes = [int(s) for s in args.pods.split(",") if s.strip()]
+    print(f"gpu-cost-bot sweep benchmark: {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+          f"kubernetes {kubernetes.__version__}, msgspec {msgspec.__version__}; medians of {args.repeat} runs\n")
+    print("1. Decoding one PodList response (fresh warmed-up process per run; MB = growth of peak RSS)")
+    print(f"{'pods':>6} {'KB/pod':>6} | {'k8s models s':>12} {'json.loads s':>12} {'msgspec s':>9} |"
+          f" {'models MB':>9} {'json MB':>7} {'msgspec MB':>10} | {'GPU pods':>8}")
+    datasets = {}
+    with tempfile.TemporaryDirectory(prefix="sweep-bench-") as tmp:
+        for n in sizes:
+            data = datasets[n] = pod_list(n)
+            (path := Path(tmp) / f"pods-{n}.json").write_bytes(data)
+            r = {k: measure(k, n, str(path), args.repeat) for k in ("models", "json", "msgspec")}
+            print(f"{n:>6} {len(data) / n / 1024:>6.1f} | {r['models']['seconds']:>12.3f}"
+                  f" {r['json']['seconds']:>12.3f} {r['msgspec']['seconds']:>9.4f} | {r['models']['peak_mb']:>9.0f}"
+                  f" {r['json']['peak_mb']:>7.0f} {r['msgspec']['peak_mb']:>10.1f} | {r['msgspec']['items']:>8}")
+            path.unlink()
+    print("\n2. KubernetesSource(page_size=500).snapshot(), real client, FakeKubeApi in its own process")
+    print(f"{'pods':>6} | {'setup s':>7} {'1st snapshot s':>14} {'2nd snapshot s':>14} {'peak MB':>7} |"
+          f" {'pod list requests':>17} {'GPU pods':>8}")
+    for n in sizes:
+        if n > SOURCE_MAX_PODS:
+            print(f"{n:>6} | skipped (over {SOURCE_MAX_PODS})")
+            continue
+        r = measure("source", n, "-", args.repeat)
+        print(f"{n:>6} | {r['setup']:>7.2f} {r['seconds']:>14.2f} {r['again']:>14.2f} {r['peak_mb']:>7.1f} |"
+              f" {r['pod_requests']:>17.0f} {r['items']:>8.0f}")
+    print("\n3. detect_idle over the GPU pods (half notebooks, half Kueue jobs; half idle)")
+    print(f"{'pods':>6} {'GPU pods':>8} | {'s/sweep':>8} {'us/GPU pod':>10} {'findings':>8}")
+    per_pod = []
+    for n in sizes:
+        seconds, gpu_pods, found = time_detect(datasets[n], args.repeat)
+        per_pod.append(seconds / gpu_pods * 1e6)
+        print(f"{n:>6} {gpu_pods:>8} | {seconds:>8.4f} {per_pod[-1]:>10.1f} {found:>8}")
+    if len(sizes) > 1:
+        growth = per_pod[-1] / per_pod[0]
+        print(f"   cost per GPU pod grew x{growth:.2f} from {sizes[0]} to {sizes[-1]} pods"
+              f" ({'superlinear: look for a per-pod scan' if growth > 2 else 'linear'})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""``/gpu queue [team]``: Kueue's queues, who waits for which GPUs, and where they sit idle."""
+
+from __future__ import annotations
+
+from actions.alerts import gpus_text
+from actions.queue import QueueReport, wait_sentence
+from actions.sources.kubernetes import ClusterReadError
+from bot import blocks
+from bot.chat import Message
+
+NAME = "queue"
+SUMMARY = "pending and admitted Kueue Workloads per LocalQueue and ClusterQueue, and idle GPUs of the same type"
+EXAMPLE = "/gpu queue research"
+
+MAX_LINES = 40  # keeps every section well under Slack's 3000 characters
+
+
+def _wait(seconds: float | None) -> str:
+    return "nothing pending" if seconds is None else f"oldest pending {blocks.duration(seconds)}"
+
+
+def report_message(report: QueueReport, api_version: str | None, team: str | None) -> Message:
+    """The answer as Block Kit: one section per ClusterQueue with its LocalQueues, then who waits
+    and what idles elsewhere."""
+    scope = f" for team {team}" if team else ""
+    title = f"Kueue queues{scope}"
+    if api_version is None:
+        text = f"{title}: Kueue is not installed on this cluster (no kueue.x-k8s.io API)."
+        return Message(text=text, blocks=[blocks._section(text)])
+    if not report.local_queues:
+        text = f"{title}: no GPU Workloads pending or admitted."
+        return Message(text=text, blocks=[blocks._section(text)])
+    out: list[dict] = [{"type": "header", "text": {"type": "plain_text", "text": title[:150]}}]
+    for cq in report.cluster_queues:
+        flavors = f" (GPU flavors {', '.join(cq.flavors)})" if cq.flavors else ""
+        lines = [
+            f"*ClusterQueue {cq.name}*{flavors}: {len(cq.admitted)} admitted · {gpus_text(cq.admitted_gpus)}, "
+            f"{len(cq.pending)} pending · {gpus_text(cq.pending_gpus)}, {_wait(cq.oldest_pending_seconds)}"
+        ]
+        for lq in (q for q in report.local_queues if (q.cluster_queue or cq.name) == cq.name):
+            lines.append(
+                f"• LocalQueue {lq.namespace}/{lq.name} (team {lq.team}): {len(lq.admitted)} admitted · "
+                f"{gpus_text(lq.admitted_gpus)}, {len(lq.pending)} pending · {gpus_text(lq.pending_gpus)}, "
+                f"{_wait(lq.oldest_pending_seconds)}"
+            )
+            for p in lq.pending[:5]:
+                w = p.workload
+                asks = f"{w.gpus} × {p.gpu_family or 'GPU'}" + (f" ({', '.join(p.flavors)})" if p.flavors else "")
+                lines.append(f"    ◦ {w.name} waits {blocks.duration(p.waiting_seconds)}, asks {asks}")
+            if len(lq.pending) > 5:
+                lines.append(f"    ◦ … and {len(lq.pending) - 5} more pending")
+        out.append(blocks._section("\n".join(lines[:MAX_LINES])))
+    context = [
+        wait_sentence(p, report.idle_elsewhere[p.workload.uid])
+        for p in report.pending
+        if p.workload.uid in report.idle_elsewhere
+    ]
+    if context:
+        out.append(blocks._section("*Idle elsewhere*\n" + "\n".join(f"• {c}" for c in context[:10])))
+    out.append(
+        {
+            "type": "context",
+            "elements": [
+                {
+                    "type": "mrkdwn",
+                    "text": f"Workloads read as {api_version} at {blocks.short_time(report.at)}. "
+                    "A pending Workload's ClusterQueue and flavors are those its LocalQueue's admitted Workloads use.",
+                }
+            ],
+        }
+    )
+    pending = len(report.pending)
+    text = f"{title}: {pending} pending Workload(s) in {len(report.local_queues)} LocalQueue(s)"
+    return Message(text=text, blocks=out[:50])
+
+
+def handle(args: str, ctx) -> "Reply":
+    from bot.alerting import read_queues
+    from bot.commands import Reply, UsageError
+
+    parts = args.split()
+    if len(parts) > 1:
+        raise UsageError(f"`/gpu queue` takes at most one team name, got {len(parts)} words.", EXAMPLE)
+    rt = ctx.rt
+    if rt is None:
+        return Reply(blocks.error_message("`/gpu queue` needs the running bot's cluster connection."))
+    # An unconfigured name is still a team: each namespace in no configured team is its own.
+    team = parts[0] if parts else None
+    now = rt.clock()
+    try:
+        snapshot, _, report = read_queues(rt, now, team=team)
+    except ClusterReadError as e:
+        return Reply(blocks.error_message(f"I could not read the cluster: {e}"))
+    return Reply(report_message(report, snapshot.workload_api_version, team))

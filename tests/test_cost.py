@@ -1,0 +1,206 @@
+"""The cost engine's pure decisions: periods, teams, owners, pricing by capacity type, notes."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime, timezone
+
+import pytest
+
+from actions.cost import (
+    NODE_FROM_API,
+    RESERVED_ON_PREM,
+    UNALLOCATED,
+    DailyUsage,
+    NodeInfo,
+    PeriodError,
+    PodOwner,
+    PodUsage,
+    UsageData,
+    compute_cost_report,
+    consumer_of,
+    day_buckets,
+    parse_period,
+    table_order,
+    team_of,
+    to_jsonable,
+)
+from actions.model import CapacityType, Node
+from actions.policy import Team, TeamDirectory
+from actions.prices import PriceBook, PriceCatalog, PriceOverrides
+from actions.sources.prometheus_usage import ksm_label_name
+
+UTC = timezone.utc
+NOW = datetime(2026, 11, 23, 10, 42, 17, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    "text, start, end",
+    [
+        ("7d", datetime(2026, 11, 16, 10, 40, tzinfo=UTC), datetime(2026, 11, 23, 10, 40, tzinfo=UTC)),
+        ("12h", datetime(2026, 11, 22, 22, 40, tzinfo=UTC), datetime(2026, 11, 23, 10, 40, tzinfo=UTC)),
+        ("2w", datetime(2026, 11, 9, 10, 40, tzinfo=UTC), datetime(2026, 11, 23, 10, 40, tzinfo=UTC)),
+        ("MTD", datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 11, 23, 10, 40, tzinfo=UTC)),
+        ("last-month", datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 11, 1, tzinfo=UTC)),
+    ],
+)
+def test_periods_end_on_a_step_boundary(text, start, end):
+    assert parse_period(text, NOW) == (start, end)
+
+
+def test_month_periods_follow_the_time_zone():
+    # 2026-11-01 00:00 in Berlin (CET, UTC+1) is 2026-10-31 23:00 UTC
+    start, end = parse_period("last-month", NOW, "Europe/Berlin")
+    assert (start, end) == (datetime(2026, 9, 30, 22, tzinfo=UTC), datetime(2026, 10, 31, 23, tzinfo=UTC))
+
+
+@pytest.mark.parametrize("text", ["fortnight", "0d", "30", "-7d", ""])
+def test_bad_periods_say_what_works(text):
+    with pytest.raises(PeriodError, match="7d"):
+        parse_period(text, NOW)
+
+
+def test_day_buckets_clip_partial_days():
+    buckets = day_buckets(datetime(2026, 11, 1, 18, tzinfo=UTC), datetime(2026, 11, 3, 6, tzinfo=UTC))
+    assert [(d, (b - a).total_seconds() / 3600) for d, a, b in buckets] == [
+        (date(2026, 11, 1), 6), (date(2026, 11, 2), 24), (date(2026, 11, 3), 6)]
+
+
+def test_configured_team_then_namespace_label_then_unallocated():
+    teams = TeamDirectory([Team(name="research", namespaces=["ml-research"])])
+    labels = {"ml-research": {"team": "other"}, "training": {"team": "training"}, "sandbox": {"owner": "x"}}
+    assert team_of("ml-research", teams, labels, "team") == "research"
+    assert team_of("training", teams, labels, "team") == "training"
+    assert team_of("sandbox", teams, labels, "team") == UNALLOCATED
+    assert team_of("training", teams, labels, None) == UNALLOCATED
+
+
+def test_ksm_label_names():
+    assert ksm_label_name("team") == "label_team"
+    assert ksm_label_name("app.kubernetes.io/part-of") == "label_app_kubernetes_io_part_of"
+    assert ksm_label_name("eks.amazonaws.com/capacityType") == "label_eks_amazonaws_com_capacity_type"
+
+
+@pytest.mark.parametrize(
+    "owner, expected",
+    [
+        (PodOwner("ns", "nb-0", "StatefulSet", "nb", {"notebook-name": "nb"}), ("Notebook", "nb", None)),
+        (PodOwner("ns", "api-7d9f8c6b5-x2x9z", "ReplicaSet", "api-7d9f8c6b5"), ("Deployment", "api", None)),
+        (PodOwner("ns", "p-0", "Job", "pretrain", {"kueue.x-k8s.io/queue-name": "q"}), ("Workload", "pretrain", "q")),
+        (PodOwner("ns", "w-0", "Job", "etl"), ("Job", "etl", None)),
+        (PodOwner("ns", "db-0", "StatefulSet", "db"), ("StatefulSet", "db", None)),
+        (PodOwner("ns", "bare", "<none>", "<none>"), ("Pod", "bare", None)),
+        (None, ("Pod", "bare", None)),
+    ],
+)
+def test_workload_owners(owner, expected):
+    assert consumer_of(owner, "ns", owner.pod if owner else "bare") == expected
+
+
+START, END = datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 11, 3, tzinfo=UTC)
+PRICES = PriceOverrides.model_validate({
+    "gpu_families": {"A100": {"usd_per_gpu_hour": 1.10, "note": "on-prem, amortised over 3 years"}},
+    "instance_types": {"p5.48xlarge": {"on_demand_usd_per_hour": 55.04, "spot_usd_per_hour": 20.0}},
+})
+
+
+def _usage(**kw) -> UsageData:
+    base = dict(
+        start=START,
+        end=END,
+        step_seconds=300,
+        pods=(
+            PodUsage("research", "onprem-0", "dgx-1", 40, 10, "NVIDIA A100-SXM4-80GB"),
+            PodUsage("research", "spot-0", "p5-spot", 20, 0, "NVIDIA H100 80GB HBM3"),
+            PodUsage("mystery", "x-0", "weird-1", 5, 5, "NVIDIA Z9000"),
+        ),
+        daily=(
+            DailyUsage(date(2026, 11, 1), "research", "dgx-1", 24, 10),
+            DailyUsage(date(2026, 11, 2), "research", "dgx-1", 16, 0),
+            DailyUsage(date(2026, 11, 2), "research", "p5-spot", 20, 0),
+        ),
+        nodes={
+            "dgx-1": NodeInfo("dgx-1", None, None, "NVIDIA-A100-SXM4-80GB"),
+            "p5-spot": NodeInfo("p5-spot", "p5.48xlarge", CapacityType.SPOT),
+            "weird-1": NodeInfo("weird-1", None, CapacityType.ON_DEMAND),
+        },
+        owners={("research", "onprem-0"): PodOwner("research", "onprem-0", "Job", "sim")},
+    )
+    base.update(kw)
+    return UsageData(**base)
+
+
+def test_flat_prices_are_reserved_on_prem_and_unpriced_nodes_are_named():
+    teams = TeamDirectory([Team(name="research", namespaces=["research"]), Team(name="idle-team", namespaces=["quiet"])])
+    book = PriceBook(PriceCatalog.bundled(), PRICES)
+    report = compute_cost_report(_usage(), book, teams, team_label=None)
+    research = report.teams["research"]
+    onprem, spot = sorted(research.by_flavor, key=lambda f: f.gpu_model)
+    assert (onprem.gpu_model, onprem.capacity_type, onprem.cost_usd, onprem.idle_cost_usd) == (
+        "A100", RESERVED_ON_PREM, pytest.approx(44.0), pytest.approx(11.0))
+    assert onprem.price_source == "config flat price prices.gpu_families.A100: on-prem, amortised over 3 years"
+    assert (spot.capacity_type, spot.cost_usd) == ("spot", pytest.approx(50.0))
+    assert research.spot_ratio == pytest.approx(20 / 60) and research.efficiency == pytest.approx(50 / 60)
+    assert [d.cost_usd_by_capacity_type for d in research.daily] == [
+        {RESERVED_ON_PREM: pytest.approx(26.4)}, {"spot": pytest.approx(50.0), RESERVED_ON_PREM: pytest.approx(17.6)}]
+    assert research.daily[0].idle_cost_usd == pytest.approx(11.0)
+    # a node without instance type, nor a GPU model any source prices: $0 and a note that says how to fix it
+    mystery = report.teams[UNALLOCATED]
+    assert mystery.cost_usd == 0 and mystery.gpu_hours == 5
+    assert any("no price for node weird-1" in n and "gpu_families" in n for n in report.notes)
+    # a configured team that used nothing still appears, with zeros
+    quiet = report.teams["idle-team"]
+    assert (quiet.gpu_hours, quiet.efficiency, quiet.spot_ratio) == (0, None, None)
+    assert [r.team for r in table_order(report.teams.values())] == ["research", "idle-team", UNALLOCATED]
+
+
+def test_missing_capacity_types_come_from_the_api_and_are_noted():
+    usage = _usage(nodes={"p5-spot": NodeInfo("p5-spot", "p5.48xlarge", None)},
+                   pods=(PodUsage("research", "spot-0", "p5-spot", 10, 0),), daily=())
+    teams = TeamDirectory([Team(name="research", namespaces=["research"])])
+    book = PriceBook(PriceCatalog.bundled(), PRICES)
+    unknown = compute_cost_report(usage, book, teams)
+    assert unknown.teams["research"].by_flavor[0].capacity_type == "unknown"
+    assert unknown.teams["research"].cost_usd == pytest.approx(10 * 6.88)
+    api = {"p5-spot": Node("p5-spot", capacity_type=CapacityType.SPOT, instance_type="p5.48xlarge")}
+    known = compute_cost_report(usage, book, teams, api_nodes=api)
+    assert known.teams["research"].cost_usd == pytest.approx(10 * 2.5)
+    assert any(NODE_FROM_API.replace("-", " ") in n.lower().replace("-", " ") for n in known.notes)
+
+
+def test_json_has_the_report_fields():
+    teams = TeamDirectory([Team(name="research", namespaces=["research"])])
+    report = compute_cost_report(_usage(), PriceBook(PriceCatalog.bundled(), PRICES), teams, team_label=None)
+    data = json.loads(json.dumps(to_jsonable(report.teams["research"])))
+    assert {"team", "period_start", "period_end", "gpu_hours", "cost_usd", "idle_gpu_hours", "idle_cost_usd",
+            "efficiency", "spot_ratio", "by_flavor", "top_consumers", "daily", "notes", "idle_share"} <= set(data)
+    assert data["period_start"] == "2026-11-01T00:00:00Z" and data["daily"][0]["day"] == "2026-11-01"
+    assert [c["name"] for c in data["top_consumers"]] == ["spot-0", "sim"]  # by cost: $50 spot, $44 on-prem
+    assert data["top_consumers"][1] == {
+        "kind": "Job", "namespace": "research", "name": "sim", "gpu_hours": 40, "cost_usd": pytest.approx(44.0),
+        "idle_gpu_hours": 10, "idle_share": 0.25, "queue": None}
+    whole = json.loads(json.dumps(to_jsonable(report)))
+    assert set(whole["teams"]) == {"research", UNALLOCATED}
+
+
+def test_idle_steps_on_an_unknown_hostname_are_spread_over_the_pods_nodes():
+    from actions.sources.prometheus_usage import parse_usage
+
+    def row(value, **metric):
+        return {"metric": metric, "value": [0, str(value)]}
+
+    results = {
+        # a StatefulSet pod that moved from node-a to node-b; 12 steps of 5 minutes = 1 GPU-hour
+        "allocated": [row(36, namespace="ns", pod="p-0", node="node-a"), row(12, namespace="ns", pod="p-0", node="node-b")],
+        # dcgm-exporter named the host by its IP, not the node name
+        "idle": [row(24, namespace="ns", pod="p-0", Hostname="ip-10-0-0-1", modelName="NVIDIA H100 80GB HBM3")],
+        "nodes": [row(1, node="node-a", label_karpenter_sh_capacity_type="spot",
+                      label_node_kubernetes_io_instance_type="p5.48xlarge")],
+        "namespace_labels": [row(1, namespace="ns", label_team="t")],
+    }
+    usage = parse_usage(START, END, 300, results)
+    assert [(p.node, p.gpu_hours, p.idle_gpu_hours, p.gpu_model) for p in usage.pods] == [
+        ("node-a", 3.0, 1.5, "NVIDIA H100 80GB HBM3"), ("node-b", 1.0, 0.5, "NVIDIA H100 80GB HBM3")]
+    assert usage.nodes["node-a"].capacity_type is CapacityType.SPOT
+    assert usage.nodes_missing_capacity_type() == ["node-b"]
+    assert usage.namespace_labels == {"ns": {"label_team": "t"}}

@@ -1,0 +1,158 @@
+"""``/metrics`` after real work: a sweep over a real Prometheus (the FLEET.md telemetry) and the
+wire-level Kubernetes API, an approval through a signed Slack request to the real Bolt app, Slack
+and Kubernetes API failures injected at the wire."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from actions.executors import KubernetesWriter
+from actions.policy import Policy, Team, TeamDirectory
+from actions.prices import PriceBook, PriceCatalog
+from actions.sources.kubernetes import KubernetesSource
+from actions.sources.prometheus import PrometheusTelemetry
+from actions.store import Store
+from bot import blocks
+from bot.app import build_app
+from bot.approvals import Approvals
+from bot.http import serve_http, wsgi_app
+from bot.metrics import BotMetrics
+from bot.runtime import Runtime
+from bot.scheduler import sweep_job
+from bot.slack_chat import SlackChat, UserGroups, web_client
+from tests.fakes.kube_api import FakeKubeApi
+from tests.fakes.slack_api import FakeSlack
+from tests.fakes.slack_requests import block_actions_body, post_to_app
+from tests.fleet import RECHECK_AT, SWEEP_AT
+from tests.prometheus_server import fleet_prometheus  # noqa: F401
+from tests.test_approvals import DEMO, Clock
+
+SECRET = "test-signing-secret"
+APPROVER = "U0APPROVER"
+CHANNEL = "C0RESEARCH"
+
+
+def scrape(url: str) -> dict[tuple[str, tuple], float]:
+    """``{(sample name, sorted labels): value}`` from a real scrape of ``url``/metrics."""
+    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def wait_for(condition, what, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := condition():
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture
+def world(fleet_prometheus, tmp_path):  # noqa: F811
+    with FakeSlack() as slack, FakeKubeApi.from_list_json((DEMO / "cluster.json").read_bytes()) as kube:
+        metrics = BotMetrics()
+        client = web_client("xoxb-test", slack.base_url)
+        store = Store(f"sqlite:///{tmp_path}/bot.db")
+        store.migrate()
+        api = kube.api_client()
+        clock = Clock()
+        clock.now = SWEEP_AT
+        rt = Runtime(
+            store=store,
+            chat=SlackChat(client, metrics),
+            cluster=KubernetesSource(api, page_size=50),
+            telemetry=PrometheusTelemetry(fleet_prometheus),
+            writer=KubernetesWriter(api),
+            prices=PriceBook(PriceCatalog.bundled()),
+            teams=TeamDirectory([
+                Team(name="research", namespaces=["ml-research"], channel=CHANNEL, approvers=[APPROVER, "S0LEADS"]),
+            ]),
+            policy=Policy(),
+            dry_run=False,
+            clock=clock,
+            group_members=UserGroups(client, metrics=metrics).members,
+            metrics=metrics,
+        )
+        server = serve_http(wsgi_app(build_app(rt, client, SECRET), metrics=metrics), "127.0.0.1", 0)
+        try:
+            yield rt, slack, kube, server.url
+        finally:
+            server.shutdown()
+
+
+def test_a_sweep_and_an_approval_show_in_the_metrics(world):
+    rt, slack, kube, url = world
+    before = scrape(url)
+    assert before[("gpu_cost_bot_sweeps_total", (("outcome", "ok"),))] == 0
+    assert before[("gpu_cost_bot_reclaimed_usd_per_hour", ())] == 0
+
+    assert sweep_job(rt)["proposed"] == 1
+    m = scrape(url)
+    assert m[("gpu_cost_bot_sweeps_total", (("outcome", "ok"),))] == 1
+    assert m[("gpu_cost_bot_sweep_duration_seconds_count", (("phase", "detect"),))] == 1
+    assert m[("gpu_cost_bot_sweep_duration_seconds_count", (("phase", "reconcile"),))] == 1
+    assert m[("gpu_cost_bot_sweep_duration_seconds_sum", (("phase", "detect"),))] > 0
+    assert m[("gpu_cost_bot_findings", (("kind", "idle-notebook"),))] == 1
+    assert m[("gpu_cost_bot_findings", (("kind", "idle-workload"),))] == 0
+    assert m[("gpu_cost_bot_requests", (("state", "proposed"),))] == 1
+
+    (req,) = rt.store.list_requests()
+    rt.clock.now = RECHECK_AT
+    body = block_actions_body(blocks.APPROVE, str(req.id), APPROVER, CHANNEL, req.message_ts, slack.response_url("ok"))
+    assert post_to_app(f"{url}/slack/events", SECRET, body)[0] == 200
+    wait_for(lambda: rt.store.get(req.id).state == "done", "the action")
+    m = wait_for(
+        lambda: (m := scrape(url))[("gpu_cost_bot_requests", (("state", "done"),))] == 1 and m, "the gauges"
+    )
+    assert m[("gpu_cost_bot_actions_applied_total", (("verb", "stop-notebook"),))] == 1
+    assert m[("gpu_cost_bot_requests", (("state", "proposed"),))] == 0
+    # The re-check before acting is not a sweep.
+    assert m[("gpu_cost_bot_sweeps_total", (("outcome", "ok"),))] == 1
+    usd = rt.store.get(req.id).usd_per_hour
+    assert usd > 0 and m[("gpu_cost_bot_reclaimed_usd_per_hour", ())] == pytest.approx(usd)
+
+
+def test_api_errors_are_counted(world):
+    rt, slack, kube, url = world
+    # The API server refuses the pod list: the sweep fails and says why.
+    kube.fail("GET", "/api/v1/pods", 503, "ServiceUnavailable", "etcd is down")
+    assert sweep_job(rt) is None
+    m = scrape(url)
+    assert m[("gpu_cost_bot_sweeps_total", (("outcome", "error"),))] == 1
+    assert m[("gpu_cost_bot_kubernetes_api_errors_total", (("operation", "read"),))] >= 1
+
+    # Slack refuses the post: counted by method (the request is kept and posted next sweep).
+    slack.fail_next("chat.postMessage", error="channel_not_found")
+    sweep_job(rt)
+    m = scrape(url)
+    assert m[("gpu_cost_bot_slack_api_errors_total", (("method", "chat.postMessage"),))] == 1
+    assert m[("gpu_cost_bot_sweeps_total", (("outcome", "ok"),))] == 1
+
+    # An unreadable user group counts too, and grants nobody.
+    slack.fail_next("usergroups.users.list", error="missing_scope")
+    (req,) = rt.store.list_requests()
+    assert Approvals(rt).approvers_of("research") == {APPROVER}
+    assert scrape(url)[("gpu_cost_bot_slack_api_errors_total", (("method", "usergroups.users.list"),))] == 1
+
+    # The API server refuses the patch: the action fails, counted by verb and step.
+    sweep_job(rt)  # posts the message this time
+    rt.clock.now = RECHECK_AT
+    kube.fail("PATCH", "/apis/kubeflow.org/v1/namespaces/ml-research/notebooks/llm-explore", 403, "Forbidden", "no RBAC")
+    outcome = Approvals(rt).approve(req.id, APPROVER)
+    assert not outcome.ok and "403" in outcome.message
+    m = scrape(url)
+    assert m[("gpu_cost_bot_actions_failed_total", (("operation", "apply"), ("verb", "stop-notebook")))] == 1
+    assert m[("gpu_cost_bot_kubernetes_api_errors_total", (("operation", "apply"),))] == 1
+    assert m[("gpu_cost_bot_actions_applied_total", (("verb", "stop-notebook"),))] == 0
+    assert m[("gpu_cost_bot_requests", (("state", "failed"),))] == 1
+    assert json.loads(rt.store.get(req.id).finding_json)["kind"] == "idle-notebook"

@@ -1,0 +1,329 @@
+"""The scheduled jobs on real databases (SQLite and PostgreSQL): runs claimed once by their fire time,
+the schedule kept in the job store across restarts so a missed run runs once, and the scheduler
+gated by leader election against the wire-level fake Kubernetes API."""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+import yaml
+from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+
+from bot.runtime import Runtime
+from bot.scheduler import (
+    JOBS,
+    JOBSTORE_TABLE,
+    ScheduledJob,
+    JobBinding,
+    run_scheduled,
+    start_background,
+)
+from bot.settings import Settings
+from bot.wiring import build_runtime
+from tests.databases import *  # noqa: F403
+from tests.fakes.kube_api import FakeKubeApi
+
+DEMO = Path(__file__).resolve().parent.parent / "bot" / "demo_data"
+UTC = timezone.utc
+
+
+def write_kubeconfig(path: Path, server: str) -> Path:
+    """A kubeconfig whose current context is the API server at ``server``."""
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "fake", "cluster": {"server": server}}],
+        "users": [{"name": "bot", "user": {"token": "test-token"}}],
+        "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "bot"}}],
+        "current-context": "fake",
+    }))
+    return path
+
+
+def runtime(settings: Settings) -> Runtime:
+    return build_runtime(
+        settings, cluster_state=DEMO / "cluster.json", telemetry_file=DEMO / "telemetry.json", out=io.StringIO()
+    )
+
+
+def wait_for(condition, what: str, timeout: float = 15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class Probe:
+    """A job body that notes each (holder, scheduled_at) it ran for; ``fail`` makes it raise."""
+
+    def __init__(self, fail: bool = False):
+        self.runs: list[tuple[str, datetime]] = []
+        self.fail = fail
+        self._lock = threading.Lock()
+
+    def __call__(self, rt: Runtime, settings: Settings, scheduled_at: datetime) -> None:
+        with self._lock:
+            self.runs.append((settings.leader_election.identity, scheduled_at))
+        if self.fail:
+            raise ValueError("the digest renderer broke")
+
+    def times(self) -> list[datetime]:
+        with self._lock:
+            return [t for _, t in self.runs]
+
+
+def stored_jobs(rt: Runtime) -> dict[str, tuple[str, datetime | None]]:
+    """What the job store holds: id -> (trigger, next run time)."""
+    scheduler = BackgroundScheduler(
+        jobstores={"default": SQLAlchemyJobStore(engine=rt.store.engine, tablename=JOBSTORE_TABLE)}
+    )
+    scheduler.start(paused=True)
+    try:
+        return {j.id: (str(j.trigger), j.next_run_time) for j in scheduler.get_jobs()}
+    finally:
+        scheduler.shutdown(wait=False)
+
+
+@pytest.fixture
+def settings(database_url) -> Settings:
+    return Settings(database_url=database_url, leader_election={"identity": "replica-a"})
+
+
+# --- declared jobs ----------------------------------------------------------------------------------
+
+
+def test_the_idle_sweep_is_declared_with_the_configured_interval():
+    (sweep,) = [j for j in JOBS if j.id == "idle-sweep"]
+    trigger = sweep.trigger(Settings(sweep={"interval_seconds": 600}))
+    assert isinstance(trigger, IntervalTrigger) and trigger.interval == timedelta(seconds=600)
+    assert sweep.first_run_at_start
+
+
+def test_the_idle_sweep_runs_as_a_claimed_job(settings):
+    rt = runtime(settings)
+    background = start_background(rt, settings)
+    try:
+        assert background.running and background.scheduling  # no election: this replica schedules
+        run = wait_for(lambda: [r for r in rt.store.job_runs("idle-sweep") if r.outcome], "the first sweep")[0]
+    finally:
+        background.shutdown(wait=True)
+    assert not background.running
+    assert run.outcome == "ok" and run.holder == "replica-a"
+    # The sweep really ran: the demo fleet's idle notebook was proposed.
+    assert rt.store.list_requests()
+
+
+# --- runs, claims and outcomes ------------------------------------------------------------------------
+
+
+def test_each_run_is_claimed_with_its_fire_time_and_outcome_and_failures_do_not_stop_the_schedule(settings):
+    rt = runtime(settings)
+    probe, broken = Probe(), Probe(fail=True)
+    jobs = [
+        ScheduledJob("probe", lambda s: IntervalTrigger(seconds=0.5, timezone=UTC), probe),
+        ScheduledJob("digest", lambda s: IntervalTrigger(seconds=0.5, timezone=UTC), broken),
+    ]
+    background = start_background(rt, settings, jobs=jobs)
+    try:
+        wait_for(lambda: len(probe.times()) >= 2, "two runs")
+        wait_for(lambda: len([r for r in rt.store.job_runs("digest") if r.outcome]) >= 2, "two finished failing runs")
+    finally:
+        background.shutdown(wait=True)
+    times = probe.times()
+    assert times[1] - times[0] == timedelta(seconds=0.5)  # nominal fire times, not when the thread woke
+    runs = rt.store.job_runs("probe")
+    assert [r.scheduled_at for r in runs] == times
+    assert {(r.holder, r.outcome) for r in runs} == {("replica-a", "ok")}
+    assert all(r.finished_at is not None and r.finished_at >= r.started_at for r in runs)
+    failed = [r for r in rt.store.job_runs("digest") if r.outcome]
+    assert {r.outcome for r in failed} == {"error"}
+    assert all(r.detail == "ValueError: the digest renderer broke" for r in failed)
+
+
+def test_a_run_claimed_by_one_replica_is_not_run_by_another(settings):
+    rt = runtime(settings)
+    probe = Probe()
+    job = ScheduledJob("weekly-digest", lambda s: CronTrigger.from_crontab("0 9 * * mon", timezone=UTC), probe)
+    due = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
+    a = JobBinding(job, rt, settings.model_copy(update={"leader_election": settings.leader_election.model_copy(update={"identity": "a"})}), "a")
+    b = JobBinding(job, rt, settings.model_copy(update={"leader_election": settings.leader_election.model_copy(update={"identity": "b"})}), "b")
+    assert run_scheduled("weekly-digest", scheduled_at=due, binding=a) == "ran"
+    assert run_scheduled("weekly-digest", scheduled_at=due, binding=b) == "claimed-elsewhere"
+    assert run_scheduled("weekly-digest", scheduled_at=due + timedelta(days=7), binding=b) == "ran"
+    assert probe.runs == [("a", due), ("b", due + timedelta(days=7))]
+    assert [(r.holder, r.scheduled_at) for r in rt.store.job_runs("weekly-digest")] == [("a", due), ("b", due + timedelta(days=7))]
+
+
+def test_racing_replicas_run_a_scheduled_run_once(settings):
+    rt = runtime(settings)
+    probe = Probe()
+    job = ScheduledJob("alerts", lambda s: IntervalTrigger(seconds=900, timezone=UTC), probe)
+    due = datetime(2026, 11, 23, 9, 15, tzinfo=UTC)
+    bindings = [JobBinding(job, rt, settings, f"replica-{i}") for i in range(6)]
+    results: list[str] = []
+    barrier = threading.Barrier(len(bindings))
+
+    def race(binding):
+        barrier.wait()
+        results.append(run_scheduled("alerts", scheduled_at=due, binding=binding))
+
+    threads = [threading.Thread(target=race, args=(b,)) for b in bindings]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == ["claimed-elsewhere"] * 5 + ["ran"]
+    assert len(probe.runs) == 1 and len(rt.store.job_runs("alerts")) == 1
+
+
+# --- the job store across restarts ---------------------------------------------------------------------
+
+
+def _hourly_from(start: datetime):
+    # A new trigger object each time it is built, as from the settings on each start; only its
+    # first fire time is under the test's control.
+    return lambda s: IntervalTrigger(hours=1, start_date=start, timezone=UTC)
+
+
+def test_a_run_due_while_no_scheduler_ran_runs_once_at_the_next_start(settings):
+    rt = runtime(settings)
+    probe = Probe()
+    due = datetime.now(UTC) + timedelta(seconds=1.5)
+    job = ScheduledJob("digest", _hourly_from(due), probe)
+    start_background(rt, settings, jobs=[job]).shutdown(wait=True)  # stored, then the replica goes away
+    assert stored_jobs(rt)["digest"][1] == due
+    wait_for(lambda: datetime.now(UTC) > due + timedelta(seconds=0.3), "the run to fall due")
+
+    # The next start builds the trigger again (its start date now in the past): the stored next
+    # run time wins, so the missed run is still due, and runs.
+    restarted = ScheduledJob("digest", _hourly_from(datetime.now(UTC)), probe)
+    background = start_background(rt, settings, jobs=[restarted])
+    try:
+        wait_for(lambda: probe.times(), "the missed run")
+    finally:
+        background.shutdown(wait=True)
+    assert probe.times() == [due]
+    assert stored_jobs(rt)["digest"][1] == due + timedelta(hours=1)
+
+    # And once only: starting again finds it claimed and the next run an hour away.
+    again = start_background(rt, settings, jobs=[restarted])
+    again.shutdown(wait=True)
+    assert probe.times() == [due]
+    assert [r.scheduled_at for r in rt.store.job_runs("digest")] == [due]
+
+
+def test_missed_runs_are_coalesced_into_the_latest(settings):
+    rt = runtime(settings)
+    probe = Probe()
+    first = datetime.now(UTC) + timedelta(seconds=0.8)
+    job = ScheduledJob("sweep", lambda s: IntervalTrigger(seconds=0.5, start_date=first, timezone=UTC), probe)
+    start_background(rt, settings, jobs=[job]).shutdown(wait=True)
+    wait_for(lambda: datetime.now(UTC) > first + timedelta(seconds=1.2), "three runs to be missed")
+    background = start_background(rt, settings, jobs=[job])
+    try:
+        wait_for(lambda: probe.times(), "the coalesced run")
+    finally:
+        background.shutdown(wait=True)
+    latest_due = probe.times()[0]
+    assert latest_due >= first + timedelta(seconds=1)  # not the oldest missed run: the latest
+    assert len(set(probe.times())) == len(probe.times())
+
+
+def test_a_changed_schedule_replaces_the_stored_one_and_undeclared_jobs_go(settings):
+    rt = runtime(settings)
+    later = datetime.now(UTC) + timedelta(days=1)
+    old = [
+        ScheduledJob("digest", lambda s: IntervalTrigger(hours=1, start_date=later, timezone=UTC), Probe()),
+        ScheduledJob("retired", lambda s: IntervalTrigger(hours=1, start_date=later, timezone=UTC), Probe()),
+    ]
+    start_background(rt, settings, jobs=old).shutdown(wait=True)
+    assert set(stored_jobs(rt)) == {"digest", "retired"}
+    new = [ScheduledJob("digest", lambda s: CronTrigger.from_crontab(s.costs.digest_cron, timezone=s.costs.timezone), Probe())]
+    start_background(rt, settings, jobs=new).shutdown(wait=True)
+    stored = stored_jobs(rt)
+    assert set(stored) == {"digest"}
+    trigger, next_run = stored["digest"]
+    assert trigger.startswith("cron[") and next_run.weekday() == 0 and next_run.hour == 9
+
+
+def test_a_job_disabled_by_the_settings_is_not_scheduled(settings):
+    rt = runtime(settings)
+    job = ScheduledJob(
+        "prices-refresh", lambda s: IntervalTrigger(hours=1, timezone=UTC), Probe(),
+        enabled=lambda s: s.prices.aws.enabled,
+    )
+    enabled = Settings(database_url=settings.database_url, prices={"aws": {"enabled": True}})
+    start_background(rt, enabled, jobs=[job]).shutdown(wait=True)
+    assert set(stored_jobs(rt)) == {"prices-refresh"}
+    start_background(rt, settings, jobs=[job]).shutdown(wait=True)  # prices.aws.enabled is off by default
+    assert stored_jobs(rt) == {}
+
+
+def test_job_ids_must_be_unique(settings):
+    rt = runtime(settings)
+    job = ScheduledJob("x", lambda s: IntervalTrigger(hours=1, timezone=UTC), Probe())
+    with pytest.raises(ValueError, match="unique"):
+        start_background(rt, settings, jobs=[job, job])
+
+
+# --- leader election gates the scheduler -----------------------------------------------------------------
+
+
+def test_only_the_lease_holder_runs_the_jobs_and_a_release_hands_them_over(database_url, tmp_path):
+    probe = Probe()
+    job = ScheduledJob("probe", lambda s: IntervalTrigger(seconds=0.5, timezone=UTC), probe)
+    with FakeKubeApi() as kube:
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", kube.url)
+
+        def replica(identity: str) -> Settings:
+            return Settings(
+                database_url=database_url,
+                kubernetes={"kubeconfig": str(kubeconfig)},
+                leader_election={
+                    "enabled": True, "namespace": "gpu-cost", "identity": identity,
+                    "lease_duration_seconds": 2, "renew_deadline_seconds": 1, "retry_period_seconds": 0.1,
+                },
+            )
+
+        sa, sb = replica("replica-a"), replica("replica-b")
+        rt = runtime(sa)
+        a = start_background(rt, sa, jobs=[job])
+        b = None
+        try:
+            assert a.elector.wait_until_leading(10)
+            b = start_background(rt, sb, jobs=[job])
+            wait_for(lambda: len(probe.times()) >= 2, "two runs by the leader")
+            assert a.scheduling and not b.scheduling and not b.elector.is_leader
+            assert a.running and b.running  # both alive (and ready for Slack), one leads
+            assert {h for h, _ in probe.runs} == {"replica-a"}
+
+            a.shutdown(wait=True)  # stops its scheduler, then releases the Lease
+            assert not a.scheduling and not a.running
+            assert b.elector.wait_until_leading(10)
+            wait_for(lambda: any(h == "replica-b" for h, _ in probe.runs), "a run by the new leader")
+            assert b.scheduling
+        finally:
+            a.shutdown(wait=True)
+            if b is not None:
+                b.shutdown(wait=True)
+        lease = kube.get("Lease", "gpu-cost", "gpu-cost-bot")
+    assert lease["spec"]["holderIdentity"] == "" and lease["spec"]["leaseTransitions"] == 1
+    times = probe.times()
+    assert len(times) == len(set(times))
+    holders = [h for h, _ in probe.runs]
+    # a's runs all come before b's: never both at once.
+    assert holders == sorted(holders)
+    assert [(r.holder, r.scheduled_at) for r in rt.store.job_runs("probe")] == [
+        (h, t) for h, t in probe.runs
+    ]
