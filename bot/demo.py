@@ -100,6 +100,9 @@ def run_demo(*, interactive: bool, out: TextIO, database_dir: str | None = None)
         ConsoleSession(rt, APPROVER, out).loop()
         return rt
 
+    say(f"@{BYSTANDER} asks why the training job has not started")
+    ConsoleSession(rt, BYSTANDER, out).handle("/gpu queue")
+
     clock.advance(1)
     say(f"@{BYSTANDER} (not an approver) presses Approve on request #{req.id}")
     ConsoleSession(rt, BYSTANDER, out).handle(f"approve {req.id}")

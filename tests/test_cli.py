@@ -155,6 +155,8 @@ def test_demo_runs_the_whole_loop_unattended():
     assert "Done: stop Notebook ml-research/llm-explore" in out
     assert "already done" in out
     assert "$11,010.72" in out  # 16 A100 for a week, on-demand, from the bundled catalog
+    # /gpu queue joins the pending Workload to the idle notebook of the same GPU model.
+    assert "training waits 3h for 8 H100; research holds 1 idle H100 in notebooks (request #1 awaits approval)" in out
     assert "Restored: undid stop Notebook ml-research/llm-explore" in out
     assert out.rstrip().endswith("Demo complete.")
     # After the stop, the notebook's pod is gone; after Restore it is back.
