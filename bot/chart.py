@@ -66,7 +66,8 @@ def cost_figure(report: TeamReport | CostReport) -> Figure:
     every = max(1, len(days) // 10)
     ax.set_xticks(x[::every], [d.day.strftime("%b %d") for d in days][::every])
     if days:
-        ax.legend(loc="upper left", fontsize="small")
+        # Beside the plot, never over a bar.
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small", frameon=False)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return fig

@@ -44,7 +44,7 @@ from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from actions.lease import lease_client
-from bot import alerting, digests, prices_job
+from bot import alerting, digests, live_prices
 from bot.approvals import Approvals
 from bot.leader import ElectionTiming, LeaderElector, lease_namespace, replica_identity
 from bot.runtime import Runtime
@@ -120,9 +120,9 @@ JOBS: tuple[ScheduledJob, ...] = (
         lambda rt, s, at: digests.digest_job(rt, s, at) and None,
     ),
     ScheduledJob(
-        prices_job.JOB_ID,
+        live_prices.JOB_ID,
         lambda s: IntervalTrigger(seconds=s.prices.aws.refresh_seconds, timezone=timezone.utc),
-        lambda rt, s, at: prices_job.refresh_prices_job(rt, s, at) and None,
+        lambda rt, s, at: live_prices.refresh_prices_job(rt, s, at) and None,
         first_run_at_start=True,
         enabled=lambda s: s.prices.aws.enabled,
     ),

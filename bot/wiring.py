@@ -12,8 +12,6 @@ from pathlib import Path
 from typing import Callable, TextIO
 
 from actions.executors import InMemoryCluster, KubernetesWriter
-from actions.prices import PriceBook, PriceCatalog
-from actions.sources.aws_prices import live_prices_from_store
 from actions.sources.kubernetes import KubernetesSource, load_kube_config
 from actions.sources.prometheus import PrometheusTelemetry
 from actions.sources.prometheus_usage import PrometheusUsage
@@ -21,21 +19,11 @@ from actions.sources.recorded import RecordedTelemetry
 from actions.store import Store
 from bot.chat import Chat
 from bot.console import ConsoleChat
+from bot.live_prices import ReloadingPriceBook, price_book
 from bot.reports import CostSetup
 from bot.metrics import BotMetrics
 from bot.runtime import Runtime, utc_now
 from bot.settings import Settings
-
-
-def price_book(settings: Settings, store: Store | None = None, now: datetime | None = None) -> PriceBook:
-    """The bundled catalog with the config's overrides on top and, when ``prices.aws.enabled`` and
-    a ``store`` is given, the live AWS prices cached there (those of ``prices.aws.region`` fetched
-    at most ``prices.aws.max_age()`` seconds before ``now``, default the current time)."""
-    aws = settings.prices.aws
-    if not aws.enabled or store is None:
-        return PriceBook(PriceCatalog.bundled(), settings.prices)
-    live = live_prices_from_store(store, aws.region, aws.max_age(), now or utc_now())
-    return PriceBook(PriceCatalog.bundled(), settings.prices, live=live)
 
 
 def telemetry_source(settings: Settings, telemetry_file: str | Path | None = None):
@@ -103,7 +91,7 @@ def build_runtime(
         cluster=reader,
         telemetry=telemetry_source(settings, telemetry_file),
         writer=writer,
-        prices=price_book(settings, store, clock()),
+        prices=ReloadingPriceBook(settings, store, clock) if settings.prices.aws.enabled else price_book(settings),
         teams=settings.team_directory(),
         policy=settings.policy,
         dry_run=settings.dry_run,

@@ -34,10 +34,9 @@ from actions.sources.aws_prices import (
     spot_median,
 )
 from actions.store import Store
-from bot.prices_job import refresh_prices_job
+from bot.live_prices import ReloadingPriceBook, price_book, refresh_prices_job
 from bot.runtime import Runtime
 from bot.settings import Settings
-from bot.wiring import price_book
 from tests.databases import *  # noqa: F403
 
 NOW = datetime(2026, 11, 23, 6, 0, tzinfo=timezone.utc)
@@ -448,6 +447,26 @@ def test_refresh_job_drops_prices_past_max_age_even_when_fetching_fails(pricing_
         refresh_prices_job(rt, settings, later, fetcher=_fetcher(pricing_api, ec2))
     # The on-demand price fetched three hours ago is past max_age (3 x refresh_seconds).
     assert rt.prices.quote("p5.48xlarge", CapacityType.ON_DEMAND, "H100").source.startswith("bundled catalog")
+
+
+def test_a_replica_that_never_runs_the_job_prices_with_what_the_leader_cached(pricing_api, ec2, store):
+    settings = Settings(
+        prices={"aws": {"enabled": True, "region": REGION, "refresh_seconds": 3600, "instance_types": ["p5.48xlarge"]}}
+    )
+    now = [NOW]
+    follower = ReloadingPriceBook(settings, store, lambda: now[0], reload_seconds=300)
+    assert follower.quote("p5.48xlarge", CapacityType.ON_DEMAND, "H100").source.startswith("bundled catalog")
+
+    refresh_prices_job(_runtime(store, settings), settings, NOW, fetcher=_fetcher(pricing_api, ec2))
+    # Within the reload interval the follower keeps its book; after it, it reads the cache.
+    assert follower.quote("p5.48xlarge", CapacityType.ON_DEMAND, "H100").source.startswith("bundled catalog")
+    now[0] = NOW + timedelta(minutes=5)
+    live = follower.quote("p5.48xlarge", CapacityType.ON_DEMAND, "H100")
+    assert live.usd_per_gpu_hour == pytest.approx(55.044 / 8)
+    assert live.source.startswith("AWS Pricing API (on-demand, us-east-1)")
+    # Once the cache is past max_age (3 refresh periods) with no refresh, the catalog answers again.
+    now[0] = NOW + timedelta(hours=3, minutes=1)
+    assert follower.quote("p5.48xlarge", CapacityType.ON_DEMAND, "H100").source.startswith("bundled catalog")
 
 
 def test_refresh_job_does_nothing_when_disabled(store):
