@@ -124,7 +124,8 @@ class CostSettings(BaseModel):
     """Showback reports and digests. ``team_label``: the namespace label that names a namespace's
     team when no configured team lists the namespace (None: such namespaces are "unallocated").
     ``digest_cron``: when digests go out (crontab, in ``timezone`` unless a team sets its own);
-    default Monday 09:00. ``digest_period_days``: how far back a digest looks."""
+    default Monday 09:00. ``digest_period_days``: how far back a digest looks.
+    ``query_timeout_seconds``: how long one cost query may take (seconds)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -133,6 +134,9 @@ class CostSettings(BaseModel):
     timezone: str = "UTC"
     digest_period_days: int = Field(7, ge=1, le=93)
     top_consumers: int = Field(5, ge=1, le=50)
+    # A report scans weeks of history: ~10 ms per GPU-day on the slowest query (benchmarks/report.py),
+    # so 30 days of 400 GPUs take 46 s. Prometheus's own --query.timeout (2 min) caps it as well.
+    query_timeout_seconds: float = Field(120, gt=0)
 
     @model_validator(mode="after")
     def _schedule_parses(self) -> "CostSettings":

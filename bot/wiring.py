@@ -46,8 +46,7 @@ def cost_setup(settings: Settings) -> CostSetup:
             settings.prometheus.url,
             settings.prometheus_headers(),
             verify_tls=settings.prometheus.verify_tls,
-            # A 30-day report scans weeks of history: allow it more than an instant sweep query.
-            timeout_seconds=max(settings.prometheus.timeout_seconds, 60),
+            timeout_seconds=settings.costs.query_timeout_seconds,
             team_label=settings.costs.team_label,
         ),
         team_label=settings.costs.team_label,

@@ -272,6 +272,41 @@ def test_unreachable_prometheus_raises_telemetry_error_naming_url_and_query() ->
     assert "DCGM_FI_DEV_GPU_UTIL" in message
 
 
+class _SlowQueries(BaseHTTPRequestHandler):
+    """Answers every query after 3 s, as a Prometheus chewing on a heavy query would."""
+
+    def do_GET(self) -> None:  # noqa: N802 - the base class's name
+        self.server.hits += 1  # type: ignore[attr-defined]
+        threading.Event().wait(3)
+        body = b'{"status":"success","data":{"resultType":"vector","result":[]}}'
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except OSError:
+            pass  # the client gave up
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+
+def test_a_query_that_times_out_is_not_sent_again() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _SlowQueries)
+    server.hits = 0  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}"
+        with pytest.raises(TelemetryError, match=r"did not answer the \w+ query within 0.5 s"):
+            PrometheusTelemetry(url, attempts=3, timeout_seconds=0.5).fetch(SWEEP_AT, POLICY)
+        # Retrying would only triple the wait: connection failures are retried, slow answers not.
+        assert server.hits == 1  # type: ignore[attr-defined]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_prometheus_error_status_raises_telemetry_error(fleet_prometheus: str) -> None:  # noqa: F811
     url = f"{fleet_prometheus}/no-such-prefix"
     with pytest.raises(TelemetryError) as err:

@@ -177,9 +177,9 @@ class PrometheusApi:
     every source that queries it.
 
     ``headers`` are sent with every request (e.g. ``Authorization``, ``X-Scope-OrgID``);
-    ``timeout_seconds`` bounds each request; connection errors and timeouts are retried
-    ``attempts`` times in all with exponential backoff before TelemetryError is raised.
-    ``requests`` counts the queries sent.
+    ``timeout_seconds`` bounds each request. Failures to connect are retried ``attempts`` times in
+    all with exponential backoff before TelemetryError is raised; a query that timed out is not
+    retried (it would take as long again). ``requests`` counts the queries sent.
     """
 
     def __init__(
@@ -194,12 +194,14 @@ class PrometheusApi:
         self.url = url.rstrip("/")
         self.requests = 0
         self._attempts = attempts
+        self._timeout = timeout_seconds
         # Retries belong to tenacity alone; urllib3's own would multiply with them.
         self._client = PrometheusConnect(
             url=self.url,
             headers=headers,
             disable_ssl=not verify_tls,
-            retry=Retry(total=0, raise_on_status=False),
+            # read=False: urllib3 then raises a read timeout as itself, not as a connection error.
+            retry=Retry(total=0, read=False, raise_on_status=False),
             timeout=timeout_seconds,
         )
 
@@ -221,13 +223,19 @@ class PrometheusApi:
         retrying = Retrying(
             stop=stop_after_attempt(self._attempts),
             wait=wait_exponential(multiplier=0.5, max=8),
-            retry=retry_if_exception_type((requests.ConnectionError, requests.Timeout)),
+            # ConnectTimeout is a ConnectionError; ReadTimeout (a slow query) is not.
+            retry=retry_if_exception_type(requests.ConnectionError),
             reraise=True,
         )
         self.requests += 1
         try:
             return retrying(fn)
-        except (requests.ConnectionError, requests.Timeout) as e:
+        except requests.ReadTimeout as e:
+            raise TelemetryError(
+                f"Prometheus at {self.url} did not answer the {name} query within {self._timeout:g} s "
+                f"(raise prometheus.timeout_seconds, or the query is too heavy): {promql!r}"
+            ) from e
+        except requests.ConnectionError as e:
             raise TelemetryError(
                 f"Prometheus at {self.url} unreachable after {self._attempts} attempts "
                 f"running the {name} query {promql!r}: {e}"
