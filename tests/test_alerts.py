@@ -9,7 +9,6 @@ The point above all: each alert fires once per threshold and period, never twice
 from __future__ import annotations
 
 import json
-import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -40,6 +39,7 @@ from tests.fakes.kube_api import FakeKubeApi
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_requests import block_actions_body, bolt_request
 from tests.test_approvals import DEMO, T0, Clock
+from tests.waiting import wait_for
 
 SECRET = "test-signing-secret"
 CHANNELS = {"research": "C0RESEARCH", "training": "C0TRAINING", "serving": "C0SERVING"}
@@ -267,9 +267,7 @@ def test_snooze_through_slack_updates_the_message_audits_and_holds_follow_ups(wo
         message_blocks=posted["blocks"],
     )
     assert app.dispatch(bolt_request(SECRET, body)).status == 200
-    deadline = time.monotonic() + 10
-    while not slack.calls_to("chat.update") and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: slack.calls_to("chat.update"), "the message update", timeout=10)
 
     updated = slack.messages(CHANNELS["research"])[record.message_ts]
     assert not [b for b in updated["blocks"] if b["type"] == "actions"]
@@ -298,9 +296,7 @@ def test_snoozing_an_unknown_alert_changes_nothing_and_is_audited(world):
         alert_blocks.ALERT_SNOOZE, "999", "U0OTHER", CHANNELS["research"], "1.000100", slack.response_url("nope")
     )
     assert app.dispatch(bolt_request(SECRET, body)).status == 200
-    deadline = time.monotonic() + 10
-    while not slack.responses_to("nope") and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: slack.responses_to("nope"), "the refusal", timeout=10)
     (answer,) = slack.responses_to("nope")
     assert answer["response_type"] == "ephemeral" and "no alert #999" in answer["text"]
     assert [e.event for e in one.store.all_events()] == ["alert-snooze-rejected"]

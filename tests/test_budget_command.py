@@ -5,7 +5,6 @@ request to the real Bolt app."""
 from __future__ import annotations
 
 import io
-import time
 from datetime import datetime, timezone
 
 import pytest
@@ -25,6 +24,7 @@ from tests.databases import *  # noqa: F403
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_requests import bolt_request, slash_command_body
 from tests.test_approvals import DEMO, Clock
+from tests.waiting import wait_for
 
 SECRET = "test-signing-secret"
 LEAD, GROUP_MEMBER, OTHER = "U0LEAD", "U0MEMBER", "U0OTHER"
@@ -92,9 +92,7 @@ def test_a_non_approver_is_refused_through_slack_and_nothing_changes(world):
         text="budget set research 90000/month", user_id=OTHER, channel_id=CHANNEL, response_url=slack.response_url("cmd")
     )
     assert app.dispatch(bolt_request(SECRET, body)).status == 200
-    deadline = time.monotonic() + 10
-    while not slack.responses_to("cmd") and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: slack.responses_to("cmd"), "the refusal", timeout=10)
     (answer,) = slack.responses_to("cmd")
     assert answer["response_type"] == "ephemeral"
     assert "Only approvers of team research (<@U0LEAD>, <!subteam^S0LEADS>) can set its budget" in answer["text"]

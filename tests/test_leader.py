@@ -23,6 +23,7 @@ from bot.leader import (
 )
 from bot.settings import LeaderElectionSettings
 from tests.fakes.kube_api import FakeKubeApi
+from tests.waiting import wait_for
 
 NS, NAME = "gpu-cost", "gpu-cost-bot"
 LEASE_PATH = f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{NAME}"
@@ -40,15 +41,6 @@ def fake():
 @pytest.fixture
 def client(fake) -> LeaseClient:
     return LeaseClient(fake.api_client(), NS, NAME)
-
-
-def _wait(predicate, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
 
 
 def _spec(fake) -> dict:
@@ -232,7 +224,7 @@ def test_one_leads_renews_and_hands_over_on_release(fake):
         first = _spec(fake)
         assert first["holderIdentity"] == "replica-a" and first["leaseTransitions"] == 0
         assert first["leaseDurationSeconds"] == 2
-        assert _wait(lambda: _spec(fake)["renewTime"] != first["renewTime"])
+        wait_for(lambda: _spec(fake)["renewTime"] != first["renewTime"], "a renewal", timeout=10)
         assert _spec(fake)["acquireTime"] == first["acquireTime"]
 
         b = _elector(fake, "replica-b", rec_b).start()
@@ -281,7 +273,7 @@ def test_a_leader_that_cannot_renew_stops_before_others_may_take_over(fake):
     try:
         assert a.wait_until_leading(10)
         fake.fail("PUT", LEASE_PATH, 503, "ServiceUnavailable", "apiserver overloaded", times=10_000)
-        assert _wait(lambda: "stopped" in rec.kinds())
+        wait_for(lambda: "stopped" in rec.kinds(), "leading to stop", timeout=10)
         assert not a.is_leader
         last_renew = parse_micro_time(_spec(fake)["renewTime"])
         stopped_at = dict(rec.events)["stopped"]
@@ -302,7 +294,7 @@ def test_a_leader_whose_lease_was_taken_stops_leading(fake):
         current = lease.get(timeout=5)
         now = datetime.now(timezone.utc)
         lease.update(current, LeaseRecord("replica-z", 60, now, now, current.record.transitions + 1), timeout=5)
-        assert _wait(lambda: "stopped" in rec.kinds())
+        wait_for(lambda: "stopped" in rec.kinds(), "leading to stop", timeout=10)
         assert _spec(fake)["holderIdentity"] == "replica-z"
     finally:
         a.stop()
@@ -320,8 +312,8 @@ def test_a_failing_start_releases_the_lease(fake):
         on_started_leading=broken, on_stopped_leading=lambda: calls.append("stop"),
     ).start()
     try:
-        assert _wait(lambda: len(calls) >= 1)
-        assert _wait(lambda: _spec(fake).get("holderIdentity") == "")
+        wait_for(lambda: len(calls) >= 1, "the start callback", timeout=10)
+        wait_for(lambda: _spec(fake).get("holderIdentity") == "", "the release", timeout=10)
         assert "stop" not in calls[:1]
     finally:
         a.stop()

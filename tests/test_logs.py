@@ -9,7 +9,6 @@ import io
 import json
 import logging
 import sys
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -23,6 +22,7 @@ from bot.slack_chat import web_client
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_requests import block_actions_body, post_to_app, slash_command_body
 from tests.test_approvals import CHANNEL, OTHER, make_runtime, sweep
+from tests.waiting import wait_for
 
 SECRET = "test-signing-secret"
 
@@ -61,15 +61,6 @@ def json_lines():
     """The JSON lines every ``bot`` logger writes at INFO and above during the test, parsed."""
     with bot_json_lines() as read:
         yield read
-
-
-def wait_for(condition, what, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_a_json_line_has_the_fields_the_request_id_and_the_extras():
@@ -128,8 +119,8 @@ def test_a_button_press_logs_with_its_trigger_id_in_the_listener_thread(served, 
     body = block_actions_body(blocks.APPROVE, str(req.id), OTHER, CHANNEL, req.message_ts, slack.response_url("press"))
     trigger_id = json.loads(urllib.parse.parse_qs(body)["payload"][0])["trigger_id"]
     assert post_to_app(f"{url}/slack/events", SECRET, body)[0] == 200
-    wait_for(lambda: slack.responses_to("press"), "the refusal")
-    lines = wait_for(lambda: [l for l in json_lines() if l["logger"] == "bot.app"], "the listener's line")
+    wait_for(lambda: slack.responses_to("press"), "the refusal", timeout=10)
+    lines = wait_for(lambda: [l for l in json_lines() if l["logger"] == "bot.app"], "the listener's line", timeout=10)
     # Logged by the listener after the ack, on Bolt's worker thread.
     assert lines[0]["message"].startswith(f"press {blocks.APPROVE} on #{req.id} by {OTHER}")
     assert lines[0]["request_id"] == trigger_id

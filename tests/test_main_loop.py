@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import pytest
@@ -33,6 +32,7 @@ from tests.fakes.slack_requests import block_actions_body, post_to_app, slash_co
 from tests.fleet import RECHECK_AT, SWEEP_AT
 from tests.prometheus_server import fleet_prometheus  # noqa: F401
 from tests.test_approvals import DEMO, Clock
+from tests.waiting import wait_for
 
 SECRET = "test-signing-secret"
 APPROVER, OTHER = "U0APPROVER", "U0OTHER"
@@ -42,17 +42,6 @@ CHANNELS = {"research": "C0RESEARCH", "training": "C0TRAINING", "serving": "C0SE
 class _Quiet(WSGIRequestHandler):
     def log_message(self, *args):
         pass
-
-
-def wait_for(condition, what, timeout=20.0):
-    """Bolt runs listeners after the ack, so effects land shortly after the HTTP answer."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture
@@ -124,12 +113,12 @@ def test_idle_notebook_is_proposed_approved_stopped_and_restored(world):
 
     rt.clock.now = RECHECK_AT
     press(url, slack, blocks.APPROVE, req.id, OTHER, req.message_ts, "other")
-    refusal = wait_for(lambda: slack.responses_to("other"), "the refusal")
+    refusal = wait_for(lambda: slack.responses_to("other"), "the refusal", timeout=20)
     assert refusal[0]["response_type"] == "ephemeral" and "Only approvers" in refusal[0]["text"]
     assert notebook_patches(kube) == []
 
     press(url, slack, blocks.APPROVE, req.id, APPROVER, req.message_ts, "approver")
-    wait_for(lambda: rt.store.get(req.id).state == "done", "the action")
+    wait_for(lambda: rt.store.get(req.id).state == "done", "the action", timeout=20)
     (patch,) = notebook_patches(kube)
     assert "kubeflow-resource-stopped" in patch["metadata"]["annotations"]
     nb = kube.get("Notebook", "ml-research", "llm-explore")
@@ -138,16 +127,17 @@ def test_idle_notebook_is_proposed_approved_stopped_and_restored(world):
     message = wait_for(
         lambda: "Restore" in str(m := slack.messages(CHANNELS["research"])[req.message_ts]) and m,
         "the updated message",
+        timeout=20,
     )
     assert f"<@{APPROVER}>" in str(message["blocks"]) and "Done: stop Notebook" in str(message["blocks"])
 
     press(url, slack, blocks.APPROVE, req.id, APPROVER, req.message_ts, "double")
-    again = wait_for(lambda: slack.responses_to("double"), "the double-click answer")
+    again = wait_for(lambda: slack.responses_to("double"), "the double-click answer", timeout=20)
     assert "already done" in again[0]["text"]
     assert len(notebook_patches(kube)) == 1
 
     press(url, slack, blocks.RESTORE, req.id, APPROVER, req.message_ts, "restore")
-    wait_for(lambda: rt.store.get(req.id).state == "restored", "the restore")
+    wait_for(lambda: rt.store.get(req.id).state == "restored", "the restore", timeout=20)
     assert notebook_patches(kube)[-1]["metadata"]["annotations"] == {"kubeflow-resource-stopped": None}
     nb = kube.get("Notebook", "ml-research", "llm-explore")
     assert "kubeflow-resource-stopped" not in (nb["metadata"].get("annotations") or {})
@@ -170,12 +160,12 @@ def test_slash_commands_answer_through_the_running_app(world):
     body = slash_command_body(text="estimate 16 gpus 1w at $3/hr", user_id=OTHER, response_url=slack.response_url("est"))
     status, _ = post_to_app(url, SECRET, body)
     assert status == 200
-    (answer,) = wait_for(lambda: slack.responses_to("est"), "the estimate")
+    (answer,) = wait_for(lambda: slack.responses_to("est"), "the estimate", timeout=20)
     assert "$8,064.00" in answer["text"] + json.dumps(answer.get("blocks"))
 
     body = slash_command_body(text="estimate 16 a100", user_id=OTHER, response_url=slack.response_url("bad"))
     post_to_app(url, SECRET, body)
-    (error,) = wait_for(lambda: slack.responses_to("bad"), "the error")
+    (error,) = wait_for(lambda: slack.responses_to("bad"), "the error", timeout=20)
     assert error["response_type"] == "ephemeral" and "16 a100 1w" in error["text"]
 
     status, _ = post_to_app(url, "not-the-secret", body)

@@ -5,7 +5,6 @@ and Kubernetes API failures injected at the wire."""
 from __future__ import annotations
 
 import json
-import time
 import urllib.request
 
 import pytest
@@ -31,6 +30,7 @@ from tests.fakes.slack_requests import block_actions_body, post_to_app
 from tests.fleet import RECHECK_AT, SWEEP_AT
 from tests.prometheus_server import fleet_prometheus  # noqa: F401
 from tests.test_approvals import DEMO, Clock
+from tests.waiting import wait_for
 
 SECRET = "test-signing-secret"
 APPROVER = "U0APPROVER"
@@ -46,15 +46,6 @@ def scrape(url: str) -> dict[tuple[str, tuple], float]:
         for family in text_string_to_metric_families(text)
         for s in family.samples
     }
-
-
-def wait_for(condition, what, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture
@@ -110,9 +101,11 @@ def test_a_sweep_and_an_approval_show_in_the_metrics(world):
     rt.clock.now = RECHECK_AT
     body = block_actions_body(blocks.APPROVE, str(req.id), APPROVER, CHANNEL, req.message_ts, slack.response_url("ok"))
     assert post_to_app(f"{url}/slack/events", SECRET, body)[0] == 200
-    wait_for(lambda: rt.store.get(req.id).state == "done", "the action")
+    wait_for(lambda: rt.store.get(req.id).state == "done", "the action", timeout=20)
     m = wait_for(
-        lambda: (m := scrape(url))[("gpu_cost_bot_requests", (("state", "done"),))] == 1 and m, "the gauges"
+        lambda: (m := scrape(url))[("gpu_cost_bot_requests", (("state", "done"),))] == 1 and m,
+        "the gauges",
+        timeout=20,
     )
     assert m[("gpu_cost_bot_actions_applied_total", (("verb", "stop-notebook"),))] == 1
     assert m[("gpu_cost_bot_requests", (("state", "proposed"),))] == 0

@@ -28,7 +28,8 @@ from bot.scheduler import ScheduledJob, run_sweeps_forever
 from bot.settings import Settings
 from tests.databases import *  # noqa: F403
 from tests.fakes.kube_api import FakeKubeApi
-from tests.test_scheduler import runtime, wait_for, write_kubeconfig
+from tests.test_scheduler import runtime, write_kubeconfig
+from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 NAMESPACE, LEASE = "gpu-cost", "gpu-cost-bot"

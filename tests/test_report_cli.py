@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -29,6 +28,7 @@ from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_requests import bolt_request, slash_command_body
 from tests.test_approvals import Clock
 from tests.test_usage_prometheus import END, PRICES, TEAMS, price_book, usage_prometheus  # noqa: F401
+from tests.waiting import wait_for
 
 runner = CliRunner()
 SECRET = "test-signing-secret"
@@ -179,9 +179,7 @@ def test_gpu_cost_through_slack_is_acked_then_answered_at_the_response_url(runti
     body = slash_command_body(text="cost", user_id="U0ANY", channel_id="C0ANY", response_url=slack.response_url("cost"))
     ack = bolt.dispatch(bolt_request(SECRET, body))
     assert ack.status == 200 and ack.body == ""  # the ack carries nothing: the report follows
-    deadline = time.monotonic() + 20
-    while not slack.responses_to("cost") and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: slack.responses_to("cost"), "the report", timeout=20)
     (answer,) = slack.responses_to("cost")
     assert answer["response_type"] == "in_channel"
     table = answer["blocks"][2]["text"]["text"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import threading
-import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from bot.settings import Settings
 from bot.wiring import build_runtime
 from tests.databases import *  # noqa: F403
 from tests.fakes.kube_api import FakeKubeApi
+from tests.waiting import wait_for
 
 DEMO = Path(__file__).resolve().parent.parent / "bot" / "demo_data"
 UTC = timezone.utc
@@ -52,16 +52,6 @@ def runtime(settings: Settings) -> Runtime:
     return build_runtime(
         settings, cluster_state=DEMO / "cluster.json", telemetry_file=DEMO / "telemetry.json", out=io.StringIO()
     )
-
-
-def wait_for(condition, what: str, timeout: float = 15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Probe:

@@ -7,11 +7,9 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
-import time
 import urllib.error
 import urllib.request
 from datetime import timedelta
@@ -32,7 +30,9 @@ from tests.databases import *  # noqa: F403
 from tests.fakes.kube_api import FakeKubeApi
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_requests import block_actions_body, post_to_app
+from tests.prometheus_server import free_port
 from tests.test_approvals import APPROVER, CHANNEL, DEMO, make_runtime, sweep
+from tests.waiting import wait_for
 
 SECRET = "test-signing-secret"
 
@@ -174,12 +174,6 @@ class GatedWriter:
         return self.cluster.restore(action, undo, now)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def get(url: str) -> tuple[int, str]:
     try:
         with urllib.request.urlopen(url, timeout=10) as r:
@@ -212,15 +206,6 @@ def running(rt, slack):
 def press_approve(bot, slack, req, name):
     body = block_actions_body(blocks.APPROVE, str(req.id), APPROVER, CHANNEL, req.message_ts, slack.response_url(name))
     return post_to_app(f"{bot.url}/slack/events", SECRET, body)
-
-
-def wait_for(condition, what, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_shutdown_waits_for_the_action_in_flight(running, rt, slack):

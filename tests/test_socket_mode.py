@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -22,8 +20,10 @@ from bot.settings import Settings
 from bot.slack_chat import web_client
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_requests import slash_command_body
+from tests.prometheus_server import free_port
 from tests.test_approvals import make_runtime
 from tests.test_logs import bot_json_lines
+from tests.waiting import wait_for
 
 
 class SocketModePeer:
@@ -89,21 +89,6 @@ class SocketModePeer:
     def send(self, envelope: dict) -> None:
         assert self._ws is not None, "no app connected"
         asyncio.run_coroutine_threadsafe(self._ws.send_json(envelope), self._loop).result(10)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(condition, what, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def readyz(port: int) -> tuple[int, str]:
