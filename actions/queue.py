@@ -64,14 +64,9 @@ class IdleElsewhere:
     request_ids: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True)
-class LocalQueueState:
-    """One LocalQueue (``namespace``/``name``): its Workloads, pending oldest first."""
+class _QueueTotals:
+    """What a queue's ``pending`` (PendingWorkloads) and ``admitted`` (Workloads) add up to."""
 
-    namespace: str
-    name: str
-    team: str
-    cluster_queue: str | None
     pending: tuple[PendingWorkload, ...]
     admitted: tuple[Workload, ...]
 
@@ -90,7 +85,19 @@ class LocalQueueState:
 
 
 @dataclass(frozen=True)
-class ClusterQueueState:
+class LocalQueueState(_QueueTotals):
+    """One LocalQueue (``namespace``/``name``): its Workloads, pending oldest first."""
+
+    namespace: str
+    name: str
+    team: str
+    cluster_queue: str | None
+    pending: tuple[PendingWorkload, ...]
+    admitted: tuple[Workload, ...]
+
+
+@dataclass(frozen=True)
+class ClusterQueueState(_QueueTotals):
     """One ClusterQueue, summed over the LocalQueues that feed it (``"namespace/name"``)."""
 
     name: str
@@ -99,18 +106,6 @@ class ClusterQueueState:
     pending: tuple[PendingWorkload, ...]
     admitted: tuple[Workload, ...]
     flavors: tuple[str, ...]
-
-    @property
-    def pending_gpus(self) -> int:
-        return sum(p.workload.gpus for p in self.pending)
-
-    @property
-    def admitted_gpus(self) -> int:
-        return sum(w.gpus for w in self.admitted)
-
-    @property
-    def oldest_pending_seconds(self) -> float | None:
-        return max((p.waiting_seconds for p in self.pending), default=None)
 
 
 @dataclass(frozen=True)
