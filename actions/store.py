@@ -949,18 +949,8 @@ class Store:
     def set_alert_message(self, alert_id: int, channel: str, message_ts: str) -> AlertRecord | None:
         """Record the Slack message an alert was posted as. Returns the updated alert, or None when
         there is no alert ``alert_id``."""
-        table = AlertRecord.__table__
         with self._session() as session, session.begin():
-            result = session.connection().execute(
-                sa.update(table).where(table.c.id == alert_id).values(channel=channel, message_ts=message_ts)
-            )
-            if result.rowcount != 1:
-                return None
-            return session.exec(
-                select(AlertRecord)
-                .where(AlertRecord.id == alert_id)
-                .execution_options(populate_existing=True)
-            ).one()
+            return self._update_alert(session, alert_id, channel=channel, message_ts=message_ts)
 
     def snooze_alert(
         self, alert_id: int, until: datetime, actor: str, now: datetime
@@ -971,18 +961,10 @@ class Store:
         naive datetimes."""
         now = _utc(now)
         until = _utc(until, "until")
-        table = AlertRecord.__table__
         with self._session() as session, session.begin():
-            result = session.connection().execute(
-                sa.update(table).where(table.c.id == alert_id).values(snoozed_until=until)
-            )
-            if result.rowcount != 1:
+            record = self._update_alert(session, alert_id, snoozed_until=until)
+            if record is None:
                 return None
-            record = session.exec(
-                select(AlertRecord)
-                .where(AlertRecord.id == alert_id)
-                .execution_options(populate_existing=True)
-            ).one()
             session.add(
                 AuditEvent(
                     at=now,
@@ -1019,20 +1001,16 @@ class Store:
         naive datetimes or an empty job id."""
         if not job_id:
             raise ValueError("job_id is empty")
+        table = JobRun.__table__
         statement = (
-            self._insert(JobRun.__table__)
+            self._insert(table)
             .values(job_id=job_id, scheduled_at=_utc(scheduled_at, "scheduled_at"), holder=holder, started_at=_utc(now))
             .on_conflict_do_nothing(index_elements=["job_id", "scheduled_at"])
+            .returning(table.c.id)
         )
         with self._session() as session, session.begin():
-            result = session.connection().execute(statement)
-            if result.rowcount != 1:
-                return None
-        with self._session() as session:
-            run = session.exec(
-                select(JobRun).where(JobRun.job_id == job_id, JobRun.scheduled_at == _utc(scheduled_at, "scheduled_at"))
-            ).one()
-            return run.id
+            # A conflict inserts nothing and so returns no row.
+            return session.connection().execute(statement).scalar()
 
     def finish_job_run(self, run_id: int, outcome: str, now: datetime, detail: str | None = None) -> None:
         """Record how the claimed run ``run_id`` ended: ``outcome`` ``ok`` or ``error`` (with
@@ -1066,6 +1044,16 @@ class Store:
         else:
             raise StoreError(f"upserts need PostgreSQL or SQLite, not {backend}")
         return insert(table)
+
+    @staticmethod
+    def _update_alert(session: Session, alert_id: int, **values: Any) -> AlertRecord | None:
+        table = AlertRecord.__table__
+        result = session.connection().execute(sa.update(table).where(table.c.id == alert_id).values(**values))
+        if result.rowcount != 1:
+            return None
+        return session.exec(
+            select(AlertRecord).where(AlertRecord.id == alert_id).execution_options(populate_existing=True)
+        ).one()
 
     def _session(self) -> Session:
         # Rows are handed to callers after the session closes; keep their loaded attributes.
