@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any, Sequence
 
 from actions.alerts import Alert
-from bot.blocks import _section, duration, short_time
+from bot.blocks import context, duration, header, section, short_time
 from bot.chat import Message
 
 ALERT_SNOOZE = "alert_snooze"
@@ -41,8 +41,8 @@ def alert_message(alert: Alert, alert_id: int, snooze_seconds: float) -> Message
     """The channel message of an alert: title, text, fields, where it comes from, Snooze."""
     icon = _ICONS.get(alert.kind, ":bell:")
     blocks: list[dict[str, Any]] = [
-        {"type": "header", "text": {"type": "plain_text", "text": f"{alert.title}"[:150]}},
-        _section(f"{icon} {alert.text}"),
+        header(alert.title),
+        section(f"{icon} {alert.text}"),
     ]
     if alert.fields:
         blocks.append(
@@ -55,16 +55,10 @@ def alert_message(alert: Alert, alert_id: int, snooze_seconds: float) -> Message
             }
         )
     blocks.append(
-        {
-            "type": "context",
-            "elements": [
-                {
-                    "type": "mrkdwn",
-                    "text": f"Alert #{alert_id} · {alert.kind} · team {alert.team} · {alert.period_key}. "
-                    f"Sent once; Snooze holds the team's follow-up {alert.family} alerts.",
-                }
-            ],
-        }
+        context(
+            f"Alert #{alert_id} · {alert.kind} · team {alert.team} · {alert.period_key}. "
+            f"Sent once; Snooze holds the team's follow-up {alert.family} alerts."
+        )
     )
     blocks.append(
         {"type": "actions", "block_id": f"alert-{alert_id}", "elements": [snooze_button(alert_id, snooze_seconds)]}
@@ -75,7 +69,7 @@ def alert_message(alert: Alert, alert_id: int, snooze_seconds: float) -> Message
 def snoozed_message(original: Message, user: str, until: datetime) -> Message:
     """``original`` with its Snooze button replaced by who snoozed it and until when."""
     kept = [b for b in original.blocks if b.get("type") != "actions"]
-    kept.append(_section(f":zzz: Snoozed by <@{user}> until {short_time(until)}: no follow-ups until then."))
+    kept.append(section(f":zzz: Snoozed by <@{user}> until {short_time(until)}: no follow-ups until then."))
     return Message(text=f"{original.text} (snoozed)", blocks=kept)
 
 

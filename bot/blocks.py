@@ -67,8 +67,24 @@ def _button(text: str, action_id: str, request_id: int, style: str | None = None
     return b
 
 
-def _section(text: str) -> dict:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": text[:3000]}}
+SECTION_CHARS = 3000  # Slack's limit on a section's text and on a context element's
+HEADER_CHARS = 150
+
+
+def header(text: str) -> dict:
+    """A header block (plain text, cut at Slack's 150 characters)."""
+    return {"type": "header", "text": {"type": "plain_text", "text": text[:HEADER_CHARS]}}
+
+
+def section(text: str) -> dict:
+    """A section block of mrkdwn ``text``, cut at Slack's 3000 characters."""
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text[:SECTION_CHARS]}}
+
+
+def context(*texts: str) -> dict:
+    """A context block: one mrkdwn element per text (Slack takes at most 10), each cut at 3000
+    characters."""
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": t[:SECTION_CHARS]} for t in texts[:10]]}
 
 
 MAX_EVIDENCE_LINES = 8  # keeps the section under Slack's 3000 characters for any GPU count
@@ -108,31 +124,23 @@ def proposal_message(f: Finding, status: RequestStatus) -> Message:
         f"*Node*\n{where}",
     ]
     blocks: list[dict] = [
-        {"type": "header", "text": {"type": "plain_text", "text": title[:150]}},
+        header(title),
         {"type": "section", "fields": [{"type": "mrkdwn", "text": t} for t in fields]},
-        _section(
+        section(
             f"*Evidence* (last {duration(f.window_seconds)}, pods {', '.join(f.pods)}):\n"
             + "\n".join(evidence_lines(f))
         ),
     ]
     action_text = f.action.summary if f.action else "no action the bot can take: stop it by hand"
     blocks.append(
-        {
-            "type": "context",
-            "elements": [
-                {
-                    "type": "mrkdwn",
-                    "text": (
-                        f"Price {usd(price.usd_per_gpu_hour)}/GPU-hour from {price.source}"
-                        f"{', as of ' + price.as_of if price.as_of else ''}. "
-                        f"Proposed: {action_text}. Request #{status.id}"
-                        f"{' · DRY RUN: the cluster will not be changed' if status.dry_run else ''}"
-                    )[:3000],
-                }
-            ],
-        }
+        context(
+            f"Price {usd(price.usd_per_gpu_hour)}/GPU-hour from {price.source}"
+            f"{', as of ' + price.as_of if price.as_of else ''}. "
+            f"Proposed: {action_text}. Request #{status.id}"
+            f"{' · DRY RUN: the cluster will not be changed' if status.dry_run else ''}"
+        )
     )
-    blocks.append(_section(status_line(status)))
+    blocks.append(section(status_line(status)))
     buttons = buttons_for(status, has_action=f.action is not None)
     if buttons:
         blocks.append({"type": "actions", "block_id": f"request-{status.id}", "elements": buttons})
@@ -178,12 +186,12 @@ def error_message(problem: str, example: str | None = None) -> Message:
     text = f":warning: {problem}"
     if example:
         text += f"\nFor example: `{example}`"
-    return Message(text=text, blocks=[_section(text)])
+    return Message(text=text, blocks=[section(text)])
 
 
 def text_message(text: str) -> Message:
     """A plain mrkdwn message."""
-    return Message(text=text, blocks=[_section(text)])
+    return Message(text=text, blocks=[section(text)])
 
 
 def now_stamp(t: datetime) -> str:

@@ -14,12 +14,11 @@ from typing import Iterable
 from zoneinfo import ZoneInfo
 
 from actions.cost import EFFICIENCY_TARGET, CostReport, FlavorLine, TeamReport
-from bot.blocks import usd
+from bot.blocks import SECTION_CHARS, context, header, section, usd
 from bot.chat import Message
 
 __all__ = ["admin_summary_message", "chart_comment", "period_label", "team_digest_message"]
 
-SECTION_CHARS = 3000
 MAX_BLOCKS = 50
 
 
@@ -43,14 +42,6 @@ def _hours(h: float) -> str:
     return f"{h:,.1f}"
 
 
-def _header(text: str) -> dict:
-    return {"type": "header", "text": {"type": "plain_text", "text": text[:150]}}
-
-
-def _context(text: str) -> dict:
-    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text[:SECTION_CHARS]}]}
-
-
 def _fields(pairs: Iterable[tuple[str, str]]) -> dict:
     return {"type": "section", "fields": [{"type": "mrkdwn", "text": f"*{k}*\n{v}"[:2000]} for k, v in list(pairs)[:10]]}
 
@@ -71,9 +62,9 @@ def _sections(title: str, lines: list[str], max_sections: int) -> list[dict]:
                 current = current[: SECTION_CHARS - len(more)]
             current += more
             break
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": current}})
+        blocks.append(section(current))
         current = line
-    blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": current}})
+    blocks.append(section(current))
     return blocks
 
 
@@ -100,11 +91,11 @@ def team_digest_message(report: TeamReport, tz: str, period_days: int) -> Messag
     ("Weekly" for 7). A report without GPU-hours says so instead of showing zeros."""
     title = f"{_title(period_days)}: {report.team}"
     period = period_label(report.period_start, report.period_end, tz)
-    blocks: list[dict] = [_header(title), _context(f"Period {period}")]
+    blocks: list[dict] = [header(title), context(f"Period {period}")]
     if not report.gpu_hours:
         text = f"{title}: no GPU use recorded from {period}."
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": text}})
-        blocks += [_context(n) for n in report.notes[:3]]
+        blocks.append(section(text))
+        blocks += [context(n) for n in report.notes[:3]]
         return Message(text=text, blocks=blocks)
 
     idle_share = report.idle_share
@@ -132,7 +123,7 @@ def team_digest_message(report: TeamReport, tz: str, period_days: int) -> Messag
         blocks += _sections("By GPU and capacity type", [_flavor_line(f) for f in report.by_flavor], 2)
         blocks += _sections("Where the prices come from", _unique(_price_line(f) for f in report.by_flavor), 2)
     room = MAX_BLOCKS - len(blocks)
-    blocks += [_context(n) for n in report.notes[: max(room, 0)]]
+    blocks += [context(n) for n in report.notes[: max(room, 0)]]
     text = (
         f"{title}: {usd(report.cost_usd)} for {_hours(report.gpu_hours)} GPU-hours, "
         f"idle {usd(report.idle_cost_usd)} ({_pct(idle_share)}), from {period}"
@@ -147,7 +138,7 @@ def admin_summary_message(report: CostReport, tz: str, period_days: int) -> Mess
     teams = sorted(report.teams.values(), key=lambda t: (-t.cost_usd, t.team))
     title = f"{_title(period_days)}: all teams"
     period = period_label(report.period_start, report.period_end, tz)
-    blocks: list[dict] = [_header(title), _context(f"Period {period}")]
+    blocks: list[dict] = [header(title), context(f"Period {period}")]
     hours = report.gpu_hours
     idle_hours = sum(t.idle_gpu_hours for t in teams)
     idle_cost = sum(t.idle_cost_usd for t in teams)
@@ -177,7 +168,7 @@ def admin_summary_message(report: CostReport, tz: str, period_days: int) -> Mess
             blocks += _sections("Where the prices come from", prices, 3)
     notes = list(report.notes) + [f"{t.team}: {n}" for t in teams for n in t.notes]
     room = MAX_BLOCKS - len(blocks)
-    blocks += [_context(n) for n in notes[: max(room, 0)]]
+    blocks += [context(n) for n in notes[: max(room, 0)]]
     text = f"{title}: {usd(report.cost_usd)} for {_hours(hours)} GPU-hours across {len(teams)} teams, from {period}"
     return Message(text=text, blocks=blocks[:MAX_BLOCKS])
 

@@ -73,7 +73,7 @@ def _show(ctx, team: str | None) -> "Reply":
                 )
         lines.append(line)
     text = "\n".join(lines)
-    return Reply(Message(text=text.splitlines()[0].replace("*", ""), blocks=[blocks._section(text)]))
+    return Reply(Message(text=text.splitlines()[0].replace("*", ""), blocks=[blocks.section(text)]))
 
 
 def _set(ctx, args: list[str]) -> "Reply":

@@ -50,10 +50,6 @@ def period_label(start: datetime, end: datetime) -> str:
     return f"{start:%Y-%m-%d} – {last:%Y-%m-%d} ({span})"
 
 
-def _context(texts: list[str]) -> dict:
-    return {"type": "context", "elements": [{"type": "mrkdwn", "text": t[:3000]} for t in texts[:10]]}
-
-
 def team_message(r: TeamReport, notes: tuple[str, ...] = (), spot_ratio_target: float | None = None) -> Message:
     """A team's report as Block Kit, laid out like a monthly chargeback: GPU-hours by GPU model
     and capacity type with their prices, idle GPU-hours and their cost, efficiency against the
@@ -83,13 +79,13 @@ def team_message(r: TeamReport, notes: tuple[str, ...] = (), spot_ratio_target: 
         for i, c in enumerate(r.top_consumers, 1)
     ]
     out = [
-        {"type": "header", "text": {"type": "plain_text", "text": title[:150]}},
-        _context_line(period_label(r.period_start, r.period_end)),
-        blocks._section("\n".join(lines)),
-        blocks._section("\n".join(kpis)),
+        blocks.header(title),
+        blocks.context(period_label(r.period_start, r.period_end)),
+        blocks.section("\n".join(lines)),
+        blocks.section("\n".join(kpis)),
     ]
     if r.top_consumers:
-        out.append(blocks._section("\n".join(top)))
+        out.append(blocks.section("\n".join(top)))
     sources = sorted({
         f"{f.gpu_model} {f.capacity_type} {blocks.usd(f.usd_per_gpu_hour)}/GPU-hour: {f.price_source}"
         + (f", as of {f.price_as_of}" if f.price_as_of else "")
@@ -97,13 +93,9 @@ def team_message(r: TeamReport, notes: tuple[str, ...] = (), spot_ratio_target: 
     })
     ctx = (["Prices: " + "; ".join(sources)] if sources else []) + list(r.notes) + list(notes)
     if ctx:
-        out.append(_context(ctx))
+        out.append(blocks.context(*ctx))
     text = f"{title}: {blocks.usd(r.cost_usd)} for {_hours(r.gpu_hours)}, idle {_pct(r.idle_share)}"
     return Message(text=text, blocks=out)
-
-
-def _context_line(text: str) -> dict:
-    return _context([text])
 
 
 def all_teams_message(report: CostReport) -> Message:
@@ -120,15 +112,15 @@ def all_teams_message(report: CostReport) -> Message:
     total = f"{'total':<{width}}  {report.gpu_hours:>9,.0f}  {blocks.usd(report.cost_usd):>12}"
     table = "```\n" + "\n".join([header, *body, total]) + "\n```"
     out = [
-        {"type": "header", "text": {"type": "plain_text", "text": "GPU cost by team"}},
-        _context_line(period_label(report.period_start, report.period_end)),
-        blocks._section(table),
+        blocks.header("GPU cost by team"),
+        blocks.context(period_label(report.period_start, report.period_end)),
+        blocks.section(table),
     ]
     notes = list(report.notes)
     if UNALLOCATED in report.teams:
         notes += list(report.teams[UNALLOCATED].notes)
     notes.append("Details and price sources: `/gpu cost <team> <period>`")
-    out.append(_context(notes))
+    out.append(blocks.context(*notes))
     return Message(text=f"GPU cost by team: {blocks.usd(report.cost_usd)} for {report.gpu_hours:,.0f} GPU-hours", blocks=out)
 
 

@@ -51,4 +51,4 @@ def handle(args: str, ctx) -> "Reply":
         # The message already carries a correct example.
         return Reply(blocks.error_message(str(e)))
     text = estimate_text(est)
-    return Reply(Message(text=text.splitlines()[0].strip("*"), blocks=[blocks._section(text)]), ephemeral=False)
+    return Reply(Message(text=text.splitlines()[0].strip("*"), blocks=[blocks.section(text)]), ephemeral=False)

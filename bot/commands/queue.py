@@ -26,11 +26,11 @@ def report_message(report: QueueReport, api_version: str | None, team: str | Non
     title = f"Kueue queues{scope}"
     if api_version is None:
         text = f"{title}: Kueue is not installed on this cluster (no kueue.x-k8s.io API)."
-        return Message(text=text, blocks=[blocks._section(text)])
+        return Message(text=text, blocks=[blocks.section(text)])
     if not report.local_queues:
         text = f"{title}: no GPU Workloads pending or admitted."
-        return Message(text=text, blocks=[blocks._section(text)])
-    out: list[dict] = [{"type": "header", "text": {"type": "plain_text", "text": title[:150]}}]
+        return Message(text=text, blocks=[blocks.section(text)])
+    out: list[dict] = [blocks.header(title)]
     for cq in report.cluster_queues:
         flavors = f" (GPU flavors {', '.join(cq.flavors)})" if cq.flavors else ""
         lines = [
@@ -49,25 +49,19 @@ def report_message(report: QueueReport, api_version: str | None, team: str | Non
                 lines.append(f"    ◦ {w.name} waits {blocks.duration(p.waiting_seconds)}, asks {asks}")
             if len(lq.pending) > 5:
                 lines.append(f"    ◦ … and {len(lq.pending) - 5} more pending")
-        out.append(blocks._section("\n".join(lines[:MAX_LINES])))
+        out.append(blocks.section("\n".join(lines[:MAX_LINES])))
     context = [
         wait_sentence(p, report.idle_elsewhere[p.workload.uid])
         for p in report.pending
         if p.workload.uid in report.idle_elsewhere
     ]
     if context:
-        out.append(blocks._section("*Idle elsewhere*\n" + "\n".join(f"• {c}" for c in context[:10])))
+        out.append(blocks.section("*Idle elsewhere*\n" + "\n".join(f"• {c}" for c in context[:10])))
     out.append(
-        {
-            "type": "context",
-            "elements": [
-                {
-                    "type": "mrkdwn",
-                    "text": f"Workloads read as {api_version} at {blocks.short_time(report.at)}. "
-                    "A pending Workload's ClusterQueue and flavors are those its LocalQueue's admitted Workloads use.",
-                }
-            ],
-        }
+        blocks.context(
+            f"Workloads read as {api_version} at {blocks.short_time(report.at)}. "
+            "A pending Workload's ClusterQueue and flavors are those its LocalQueue's admitted Workloads use."
+        )
     )
     pending = len(report.pending)
     text = f"{title}: {pending} pending Workload(s) in {len(report.local_queues)} LocalQueue(s)"
