@@ -10,13 +10,14 @@ module) or by naming this module in ``pytest_plugins`` of the top-level conftest
   module (uniquely named, so parallel runs never collide) and dropped when the module finishes;
   between tests its ``public`` schema is dropped and recreated.
 - ``database_url``: parametrized over both; the PostgreSQL case carries the ``postgres`` marker.
+- ``store``: a migrated ``actions.store.Store`` on ``database_url``, closed after the test.
 
 PostgreSQL is the server at ``127.0.0.1:5432`` (user ``postgres``, trust auth, maintenance database
 ``test``), or the server URL in ``GPU_COST_BOT_TEST_POSTGRES``. When it cannot be reached the
 PostgreSQL tests are skipped, unless ``GPU_COST_BOT_REQUIRE_POSTGRES=1``, which makes them fail (CI
 sets it so a broken database service cannot pass as green).
 
-The URLs are plain strings; nothing has been created in the databases.
+The URLs are plain strings; nothing has been created in the databases (``store`` migrates its own).
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-__all__ = ["database_url", "postgres_database", "postgres_server", "postgres_url", "sqlite_url"]
+from actions.store import Store
+
+__all__ = ["database_url", "postgres_database", "postgres_server", "postgres_url", "sqlite_url", "store"]
 
 # psycopg2 named explicitly: SQLAlchemy 2.1 reads a bare postgresql:// as psycopg 3.
 DEFAULT_POSTGRES_SERVER = "postgresql+psycopg2://postgres@127.0.0.1:5432/test"
@@ -115,3 +118,12 @@ def database_url(request: pytest.FixtureRequest) -> str:
     if request.param == "sqlite":
         return request.getfixturevalue("sqlite_url")
     return request.getfixturevalue("postgres_url")
+
+
+@pytest.fixture
+def store(database_url: str) -> Iterator[Store]:
+    """A Store on ``database_url`` at the latest schema."""
+    s = Store(database_url)
+    s.migrate()
+    yield s
+    s.close()

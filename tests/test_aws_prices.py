@@ -216,14 +216,6 @@ def _fetcher(pricing_api: PricingApi, ec2, attempts: int = 3) -> AwsPriceFetcher
     return AwsPriceFetcher(AwsClients(pricing=pricing, ec2=ec2), region=REGION, attempts=attempts, retry_wait_seconds=0)
 
 
-@pytest.fixture
-def store(database_url: str) -> Iterator[Store]:
-    s = Store(database_url)
-    s.migrate()
-    yield s
-    s.close()
-
-
 def _expected_spot(ec2, instance_type: str) -> tuple[float, int]:
     """The median over zones of each zone's latest price, computed here from the same API."""
     records = ec2.describe_spot_price_history(

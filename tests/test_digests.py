@@ -285,14 +285,6 @@ def fake() -> Iterator[FakeSlack]:
         yield server
 
 
-@pytest.fixture
-def store(database_url: str) -> Iterator[Store]:
-    s = Store(database_url)
-    s.migrate()
-    yield s
-    s.close()
-
-
 class Reports:
     """The cost reports a digest asks for, answered from ``_report`` and recorded."""
 

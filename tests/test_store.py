@@ -10,7 +10,7 @@ import threading
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
 import sqlalchemy as sa
@@ -34,14 +34,6 @@ from actions.store import (
 from tests.databases import *  # noqa: F403
 
 T0 = datetime(2026, 11, 23, 9, 0, tzinfo=timezone.utc)
-
-
-@pytest.fixture
-def store(database_url: str) -> Iterator[Store]:
-    s = Store(database_url)
-    s.migrate()
-    yield s
-    s.close()
 
 
 def _create(store: Store, key: str = "idle-notebook/ml-research/llm-explore", **overrides: Any) -> ActionRequest:
