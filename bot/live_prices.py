@@ -94,8 +94,9 @@ def refresh_prices_job(
 ) -> list[LivePrice]:
     """Fetch the on-demand and spot prices of ``prices.aws.fetch_types(...)`` (USD per
     instance-hour) into ``rt.store`` as of ``now`` (aware UTC), then reload ``rt.prices`` (a
-    :class:`ReloadingPriceBook`) or replace it with a PriceBook over the cache. Returns the prices cached; an empty list, with nothing fetched,
-    when ``prices.aws.enabled`` is false.
+    :class:`ReloadingPriceBook`, as ``bot.wiring`` builds it when ``prices.aws.enabled``).
+    Returns the prices cached; an empty list, with nothing fetched, when ``prices.aws.enabled`` is
+    false.
 
     ``fetcher`` defaults to one on boto3's default credential chain (IRSA, pod identity, ...) in
     ``prices.aws.region``. Raises :class:`~actions.sources.aws_prices.PriceFetchError` when a
@@ -108,9 +109,6 @@ def refresh_prices_job(
         fetcher = fetcher or default_fetcher(aws.region)
         cached = refresh_live_prices(fetcher, rt.store, aws.fetch_types(PriceCatalog.bundled()), now)
     finally:
-        if isinstance(rt.prices, ReloadingPriceBook):
-            rt.prices.reload(now)
-        else:
-            rt.prices = price_book(settings, rt.store, now)
+        rt.prices.reload(now)
     log.info("cached %d live AWS prices for %s at %s", len(cached), aws.region, now.isoformat())
     return cached

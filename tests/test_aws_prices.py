@@ -392,7 +392,7 @@ def _runtime(store: Store, settings: Settings) -> Runtime:
         cluster=None,  # type: ignore[arg-type]
         telemetry=None,  # type: ignore[arg-type]
         writer=None,  # type: ignore[arg-type]
-        prices=price_book(settings),
+        prices=ReloadingPriceBook(settings, store, lambda: NOW),
         teams=settings.team_directory(),
         policy=settings.policy,
         dry_run=True,
