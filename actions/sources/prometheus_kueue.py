@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 from datetime import datetime
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from actions.sources.prometheus import PrometheusApi, TelemetryError
 
@@ -86,24 +86,12 @@ def spot_ratio_query(window_seconds: float, step_seconds: float, namespaces: Seq
 
 
 class KueueMetrics:
-    """Reads admission waits and spot ratios from the Prometheus-compatible API at ``url``.
+    """Reads admission waits and spot ratios through a
+    :class:`~actions.sources.prometheus.PrometheusApi` at ``url`` (arguments, retries and errors
+    as there)."""
 
-    ``headers`` go with every request; ``timeout_seconds`` bounds each; connection errors and
-    timeouts are retried ``attempts`` times in all before TelemetryError is raised.
-    """
-
-    def __init__(
-        self,
-        url: str,
-        headers: dict[str, str] | None = None,
-        *,
-        verify_tls: bool = True,
-        timeout_seconds: float = 30,
-        attempts: int = 3,
-    ):
-        self.api = PrometheusApi(
-            url, headers, verify_tls=verify_tls, timeout_seconds=timeout_seconds, attempts=attempts
-        )
+    def __init__(self, url: str, headers: dict[str, str] | None = None, **options: Any):
+        self.api = PrometheusApi(url, headers, **options)
         self.url = self.api.url
 
     def _by_label(self, promql: str, at: datetime, label: str) -> dict[str, float]:

@@ -266,8 +266,8 @@ class PrometheusUsage:
 
     ``team_label`` is the namespace label naming a namespace's team (as in the config's
     ``costs.team_label``): :meth:`fetch` returns namespace labels under that original key.
-    ``headers`` go with every request; connection errors and timeouts are retried ``attempts``
-    times in all with exponential backoff, then TelemetryError is raised.
+    ``headers``, ``verify_tls``, ``timeout_seconds`` and ``attempts`` go to its
+    :class:`~actions.sources.prometheus.PrometheusApi` (retries and errors as there).
     """
 
     def __init__(
