@@ -21,9 +21,10 @@ from datetime import datetime, timezone
 from typing import Mapping, Sequence
 from zoneinfo import ZoneInfo
 
+from actions.freeing import FreeingPlan
 from actions.model import CapacityType, Finding, Node
 from actions.queue import QueueReport, wait_sentence
-from actions.text import duration, usd
+from actions.text import duration, gpu_amount, plain, usd
 
 BUDGET_KINDS = {50.0: "budget-50", 80.0: "budget-80", 100.0: "budget-100"}
 FORECAST = "budget-forecast"
@@ -39,7 +40,8 @@ class Alert:
     ``title`` is one line; ``text`` mrkdwn; ``fields`` (label, value) pairs shown side by side;
     ``usd`` the dollar figure the alert is about (USD for budgets, USD per hour for idle GPUs;
     ``None`` when it has none). ``also_claims`` are kinds this alert makes redundant for the same
-    period (a 100% budget alert covers the 50% and 80% ones not yet sent).
+    period (a 100% budget alert covers the 50% and 80% ones not yet sent). ``approve_all`` are the
+    proposals that together free enough GPUs for a waiting Workload (:mod:`actions.freeing`).
     """
 
     team: str
@@ -50,6 +52,7 @@ class Alert:
     fields: tuple[tuple[str, str], ...] = ()
     usd: float | None = None
     also_claims: tuple[str, ...] = ()
+    approve_all: tuple[int, ...] = ()  # request ids one "Approve all" button approves together
 
     @property
     def family(self) -> str:
@@ -62,9 +65,13 @@ def snooze_family(kind: str) -> str:
     return "budget" if kind.startswith("budget-") else kind
 
 
-def gpus_text(n: int) -> str:
-    """``"1 GPU"``, ``"8 GPUs"``."""
-    return f"{n} GPU" if n == 1 else f"{n} GPUs"
+def _asks(gpus: float, family: str | None, flavors) -> str:  # noqa: ANN001 - a sequence of names
+    return f"{gpu_amount(gpus)} × {family or 'GPU'}" + (f" ({', '.join(flavors)})" if flavors else "")
+
+
+def gpus_text(n: float) -> str:
+    """``"1 GPU"``, ``"8 GPUs"``, ``"0.14 GPUs"`` (physical-GPU equivalents)."""
+    return f"{gpu_amount(n)} GPU" if n == 1 else f"{gpu_amount(n)} GPUs"
 
 
 def _utc(now: datetime) -> datetime:
@@ -175,7 +182,7 @@ def budget_alerts(
                 period_key=progress.key,
                 title=f"{team} has used {used_pct:.0f}% of its GPU budget for {progress.key}",
                 text=(
-                    f"*{team}* has spent {usd(month_to_date_usd)} of its {usd(budget_usd)} monthly GPU budget "
+                    f"*{plain(team)}* has spent {usd(month_to_date_usd)} of its {usd(budget_usd)} monthly GPU budget "
                     f"({used_pct:.0f}%, past the {threshold:g}% mark)."
                 ),
                 fields=fields,
@@ -196,7 +203,7 @@ def budget_alerts(
                 period_key=progress.key,
                 title=f"{team} is on course to exceed its GPU budget for {progress.key}",
                 text=(
-                    f"At this month's pace *{team}* ends {progress.key} at about {usd(forecast)}, "
+                    f"At this month's pace *{plain(team)}* ends {progress.key} at about {usd(forecast)}, "
                     f"{usd(forecast - budget_usd)} over its {usd(budget_usd)} budget "
                     f"(linear extrapolation of {usd(month_to_date_usd)} spent in {progress.fraction:.0%} of the month)."
                 ),
@@ -210,9 +217,14 @@ def budget_alerts(
 # --- queues ------------------------------------------------------------------------------------
 
 
-def queue_wait_alerts(report: QueueReport, threshold_seconds: float) -> list[Alert]:
+def queue_wait_alerts(
+    report: QueueReport, threshold_seconds: float, plans: Mapping[str, FreeingPlan] | None = None
+) -> list[Alert]:
     """One alert per pending Workload that has waited longer than ``threshold_seconds``, to the
-    waiting team, keyed by the Workload's uid, with the idle GPUs of the same family elsewhere."""
+    waiting team, keyed by the Workload's uid, with its position in its ClusterQueue, the idle
+    GPUs of the same family elsewhere and, when ``plans`` (Workload uid -> plan) has one, the one
+    proposal that frees enough of them, approvable with one button."""
+    plans = plans or {}
     alerts = []
     for p in report.pending:
         if p.waiting_seconds <= threshold_seconds:
@@ -220,24 +232,35 @@ def queue_wait_alerts(report: QueueReport, threshold_seconds: float) -> list[Ale
         w = p.workload
         idle = report.idle_elsewhere.get(w.uid, ())
         fields = [
-            ("Workload", f"{w.namespace}/{w.name}"),
-            ("LocalQueue", w.queue_name or "?"),
-            ("ClusterQueue", p.cluster_queue or "unknown"),
-            ("Asks for", f"{w.gpus} × {p.gpu_family or 'GPU'}" + (f" ({', '.join(p.flavors)})" if p.flavors else "")),
+            ("Workload", plain(f"{w.namespace}/{w.name}")),
+            ("LocalQueue", plain(w.queue_name or "?")),
+            ("ClusterQueue", plain(p.cluster_queue or "unknown")),
+            ("Asks for", plain(_asks(w.gpus, p.gpu_family, p.flavors))),
             ("Waiting", duration(p.waiting_seconds)),
         ]
+        if p.position_text:
+            fields.append(("Position", plain(p.position_text)))
         idle_usd = sum(i.usd_per_hour for i in idle)
         if idle:
             fields.append(("Idle elsewhere", f"{gpus_text(sum(i.gpus for i in idle))}, {usd(idle_usd)}/h"))
+        text = plain(wait_sentence(p, idle))
+        plan = plans.get(w.uid)
+        if plan is not None:
+            text += "\n*" + plan.sentence() + ":*\n" + "\n".join(
+                f"• #{rid} {plain(f.subject)}: {gpu_amount(f.gpus, dict(f.devices))} × {plain(f.gpu_model)}, "
+                f"idle {duration(f.idle_seconds)} (team {plain(f.team)})"
+                for rid, f in zip(plan.request_ids, plan.findings)
+            )
         alerts.append(
             Alert(
                 team=p.team,
                 kind=QUEUE_WAIT,
                 period_key=w.uid,
                 title=f"Workload {w.namespace}/{w.name} has waited {duration(p.waiting_seconds)} for admission",
-                text=wait_sentence(p, idle),
+                text=text,
                 fields=tuple(fields),
                 usd=idle_usd if idle else None,
+                approve_all=plan.request_ids if plan else (),
             )
         )
     return alerts
@@ -259,15 +282,15 @@ def cluster_queue_wait_alerts(
         teams = state.teams if state and state.teams else (cq,)
         context = [wait_sentence(p, report.idle_elsewhere.get(p.workload.uid, ())) for p in (state.pending if state else ())]
         text = (
-            f"In ClusterQueue *{cq}*, 90% of admitted Workloads waited up to {duration(p90)} "
+            f"In ClusterQueue *{plain(cq)}*, 90% of admitted Workloads waited up to {duration(p90)} "
             f"(p90 of admission wait; threshold {duration(threshold_seconds)})."
         )
         if context:
-            text += "\n" + "\n".join(f"• {line}" for line in context[:10])
+            text += "\n" + "\n".join(f"• {plain(line)}" for line in context[:10])
         fields = (
             ("Admission wait p90", duration(p90)),
             ("Pending now", str(len(state.pending)) if state else "unknown"),
-            ("LocalQueues", ", ".join(state.local_queues) if state else "unknown"),
+            ("LocalQueues", plain(", ".join(state.local_queues)) if state else "unknown"),
         )
         for team in teams:
             alerts.append(
@@ -308,8 +331,9 @@ def idle_on_demand_alerts(
         gpus = sum(f.gpus for f in fs)
         usd_per_hour = sum(f.usd_per_hour for f in fs)
         lines = [
-            f"• {f.namespace}/{f.name}: {f.gpus} × {f.gpu_model} idle {duration(f.idle_seconds)}, "
-            f"{usd(f.usd_per_hour)}/h ({f.price.source})"
+            f"• {plain(f.namespace) + '/' if f.namespace else ''}{plain(f.name)}: {gpu_amount(f.gpus, dict(f.devices))} × "
+            f"{plain(f.gpu_model)} idle {duration(f.idle_seconds)}, "
+            f"{usd(f.usd_per_hour)}/h ({plain(f.price.source)})"
             for f in fs[:10]
         ]
         if len(fs) > 10:
@@ -321,7 +345,7 @@ def idle_on_demand_alerts(
                 period_key=day_key(now),
                 title=f"{team}: {gpus_text(gpus).replace(' GPU', ' on-demand GPU')} idle, {usd(usd_per_hour)}/h",
                 text=f"On-demand GPUs idle for over {duration(threshold_seconds)}:\n" + "\n".join(lines),
-                fields=(("GPUs", str(gpus)), ("Cost", f"{usd(usd_per_hour)}/h · {usd(usd_per_hour * 24)}/day")),
+                fields=(("GPUs", gpu_amount(gpus)), ("Cost", f"{usd(usd_per_hour)}/h · {usd(usd_per_hour * 24)}/day")),
                 usd=usd_per_hour,
             )
         )
@@ -349,7 +373,8 @@ def spot_ratio_alerts(
                 period_key=day_key(now),
                 title=f"{team}: spot ratio {ratio:.0%}, below the {target:.0%} target",
                 text=(
-                    f"For the last {duration(window_seconds)} at most {ratio:.0%} of *{team}*'s GPUs ran on spot "
+                    f"For the last {duration(window_seconds)} at most {ratio:.0%} of *{plain(team)}*'s GPUs ran "
+                    f"on spot "
                     f"capacity (target {target:.0%}). Fault-tolerant jobs (checkpointed training, batch "
                     f"inference) can run on spot for a fraction of the on-demand price."
                 ),

@@ -7,7 +7,9 @@ and the teams, and returns a :class:`CostReport`. No I/O, no clock reads.
 Definitions (every figure in a report follows them):
 
 - *Allocated GPU-hours*: the sum over evaluation steps (``UsageData.step_seconds``, 300 s by
-  default) of the GPUs a running pod requested (``nvidia.com/gpu``), times the step in hours.
+  default) of the GPUs a running pod requested, times the step in hours, in physical-GPU
+  equivalents: ``nvidia.com/gpu`` whole, a MIG slice ``nvidia.com/mig-Ng.*`` N/7 (N/4 on A30), a
+  time-sliced replica 1/R of its node's ``nvidia.com/gpu.replicas`` (see :mod:`actions.gpus`).
 - *Idle GPU-hours*: the allocated GPU-steps at which the GPU's peak engine activity within the
   step stayed at or under ``Policy.engine_idle_pct`` (``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` where
   exported, else ``DCGM_FI_DEV_GPU_UTIL``). Steps without telemetry are not idle (unknown).
@@ -17,7 +19,11 @@ Definitions (every figure in a report follows them):
   type and GPU model. Nodes priced by a flat config price (``prices.gpu_families``) or bought as
   reserved capacity are reported under the capacity type ``reserved/on-prem``.
 - *Team*: the configured team listing the namespace, else the value of the namespace label
-  ``team_label``, else ``"unallocated"`` (never dropped).
+  ``team_label``, else the namespace itself (the rule the sweep follows too);
+  ``"unallocated"`` holds only GPU-hours no namespace can be named for.
+- *Unrequested GPU-hours*: a node's GPU-hours (``kube_node_status_capacity`` of its GPU
+  resources, as equivalents) that no pod requested, priced at the node's rate. Teams +
+  unallocated + unrequested = what the GPU nodes cost (``node_cost_usd``), to the cent.
 """
 
 from __future__ import annotations
@@ -29,11 +35,18 @@ from datetime import date, datetime, time, timedelta, timezone
 from typing import Any, Iterable, Mapping
 from zoneinfo import ZoneInfo
 
-from actions.model import CapacityType, Node, PriceQuote, to_jsonable as _model_jsonable
-from actions.policy import TeamDirectory, gpu_family
+from actions.gpus import gpu_family
+from actions.model import CapacityType, Node, PriceQuote
+from actions.model import to_jsonable as _model_jsonable
+from actions.policy import TeamDirectory
 from actions.prices import PriceBook, PriceNotFound
 
 UNALLOCATED = "unallocated"
+NO_PRICE = "no price found"
+# Set by Kueue on the pods it admits (kueue pkg/controller/constants LocalQueueLabel, feature
+# AssignQueueLabelsForPods, on by default): present even where the pod template never
+# carried kueue.x-k8s.io/queue-name (JobSet, LeaderWorkerSet children).
+KUEUE_LOCAL_QUEUE_POD_LABEL = "kueue.x-k8s.io/local-queue-name"
 RESERVED_ON_PREM = "reserved/on-prem"
 # Chart and table order of capacity types, cheapest commitment last.
 CAPACITY_ORDER = (
@@ -57,8 +70,9 @@ NODE_FROM_API = "kubernetes-api"
 class PodUsage:
     """One pod's GPU use on one node over the period.
 
-    ``gpu_hours`` are allocated GPU-hours; ``idle_gpu_hours`` the idle part of them (see the
-    module docstring); ``gpu_model`` the DCGM ``modelName`` when telemetry named one.
+    ``gpu_hours`` are allocated GPU-hours (physical-GPU equivalents); ``idle_gpu_hours`` the idle
+    part of them (see the module docstring); ``gpu_model`` the DCGM ``modelName`` when telemetry
+    named one; ``flavor`` how the GPU was shared when it was (``"MIG 1g.5gb"``, ``"shared 1/4"``).
     """
 
     namespace: str
@@ -67,6 +81,7 @@ class PodUsage:
     gpu_hours: float
     idle_gpu_hours: float = 0.0
     gpu_model: str | None = None
+    flavor: str | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +105,7 @@ class NodeInfo:
     capacity_type: CapacityType | None = None
     gpu_model: str | None = None
     source: str = NODE_FROM_METRICS
+    replicas: int = 1  # GFD nvidia.com/gpu.replicas: each GPU advertised as this many
 
 
 @dataclass(frozen=True)
@@ -110,7 +126,10 @@ class UsageData:
 
     ``namespace_labels`` maps namespace -> labels (original keys, e.g. ``team``);
     ``idle_threshold_pct`` the engine activity (percent 0-100) at or under which a step counted
-    as idle, when known; ``notes`` are caveats the source wants shown in the report.
+    as idle, when known; ``notes`` are caveats the source wants shown in the report;
+    ``warnings`` say why the figures cannot be trusted as they stand (series missing, a period
+    older than the data); ``covered_from`` is the first moment the source holds data for, when
+    that is after ``start``.
     """
 
     start: datetime
@@ -123,10 +142,13 @@ class UsageData:
     namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     idle_threshold_pct: float | None = None
     notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    covered_from: datetime | None = None
+    node_gpu_hours: Mapping[str, float] = field(default_factory=dict)  # node -> GPU-hours it had
 
     def nodes_missing_capacity_type(self) -> list[str]:
         """Names of nodes pods ran on whose capacity type the metrics did not give, sorted."""
-        used = {p.node for p in self.pods} | {d.node for d in self.daily}
+        used = {p.node for p in self.pods} | {d.node for d in self.daily} | set(self.node_gpu_hours)
         return sorted(n for n in used if (info := self.nodes.get(n)) is None or info.capacity_type is None)
 
 
@@ -212,16 +234,54 @@ class TeamReport:
         """Idle GPU-hours / GPU-hours, ratio 0-1 (``None`` without GPU-hours)."""
         return self.idle_gpu_hours / self.gpu_hours if self.gpu_hours else None
 
+    @property
+    def unpriced_gpu_hours(self) -> float:
+        """GPU-hours on GPUs no price source covers: in ``gpu_hours``, left out of ``cost_usd``."""
+        return sum(f.gpu_hours for f in self.by_flavor if f.price_source == NO_PRICE)
+
+
+@dataclass(frozen=True)
+class UnrequestedLine:
+    """GPU-hours of nodes that no pod requested, and what they cost: ``by_node`` node -> (GPU-hours,
+    USD), highest cost first."""
+
+    gpu_hours: float
+    cost_usd: float
+    by_node: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+
 
 @dataclass(frozen=True)
 class CostReport:
     """Every team's report for one period; ``teams`` includes ``"unallocated"`` when pods in no
-    team used GPUs. ``notes`` apply to the whole report (e.g. the Kubernetes API fallback)."""
+    team used GPUs. ``notes`` apply to the whole report (e.g. the Kubernetes API fallback);
+    ``warnings`` say why its figures are incomplete (the report is then not to be trusted as
+    it stands); ``covered_from`` is when the data starts, when that is after ``period_start``."""
 
     period_start: datetime
     period_end: datetime
     teams: Mapping[str, TeamReport]
     notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    covered_from: datetime | None = None
+    unrequested: UnrequestedLine | None = None
+    node_gpu_hours: float = 0.0
+    node_cost_usd: float = 0.0
+
+    @property
+    def reconciles(self) -> bool:
+        """Whether teams + unallocated + unrequested come to what the GPU nodes cost, to the cent
+        (only meaningful when the node capacity was read: ``node_gpu_hours`` > 0)."""
+        accounted = self.cost_usd + (self.unrequested.cost_usd if self.unrequested else 0.0)
+        return abs(accounted - self.node_cost_usd) < 0.005
+
+    @property
+    def coverage(self) -> float:
+        """The share of the period the data covers, ratio 0-1."""
+        if self.covered_from is None:
+            return 1.0
+        whole = (self.period_end - self.period_start).total_seconds()
+        held = (self.period_end - max(self.covered_from, self.period_start)).total_seconds()
+        return max(0.0, min(1.0, held / whole)) if whole > 0 else 1.0
 
     @property
     def cost_usd(self) -> float:
@@ -238,6 +298,7 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, TeamReport):
         out = {k: to_jsonable(getattr(obj, k)) for k in obj.__dataclass_fields__}
         out["idle_share"] = obj.idle_share
+        out["unpriced_gpu_hours"] = obj.unpriced_gpu_hours
         return out
     if isinstance(obj, DailyCost):
         return {
@@ -252,6 +313,17 @@ def to_jsonable(obj: Any) -> Any:
             "period_end": _model_jsonable(obj.period_end),
             "teams": {k: to_jsonable(v) for k, v in obj.teams.items()},
             "notes": list(obj.notes),
+            "unrequested": (
+                {"gpu_hours": obj.unrequested.gpu_hours, "cost_usd": obj.unrequested.cost_usd,
+                 "by_node": {n: {"gpu_hours": h, "cost_usd": c} for n, (h, c) in obj.unrequested.by_node.items()}}
+                if obj.unrequested else None
+            ),
+            "node_gpu_hours": obj.node_gpu_hours,
+            "node_cost_usd": obj.node_cost_usd,
+            "reconciles": obj.reconciles if obj.node_gpu_hours else None,
+            "warnings": list(obj.warnings),
+            "coverage": obj.coverage,
+            "covered_from": _model_jsonable(obj.covered_from) if obj.covered_from else None,
         }
     if isinstance(obj, (list, tuple)):
         return [to_jsonable(v) for v in obj]
@@ -330,7 +402,8 @@ def team_of(
     team_label: str | None,
 ) -> str:
     """The team a namespace's GPU-hours are charged to: the configured team listing it, else
-    the value of its ``team_label`` label, else ``UNALLOCATED``."""
+    the value of its ``team_label`` label, else the namespace itself, as the sweep names it
+    (:meth:`~actions.policy.TeamDirectory.team_for`); ``UNALLOCATED`` only without a namespace."""
     for team in teams.teams.values():
         if namespace in team.namespaces:
             return team.name
@@ -338,7 +411,7 @@ def team_of(
         value = namespace_labels.get(namespace, {}).get(team_label)
         if value:
             return value
-    return UNALLOCATED
+    return namespace or UNALLOCATED
 
 
 _TEMPLATE_HASH = re.compile(r"^(?P<name>.+)-[a-z0-9]{6,10}$")
@@ -354,7 +427,7 @@ def consumer_of(owner: PodOwner | None, namespace: str, pod: str) -> tuple[str, 
     (Job, StatefulSet, ...) is itself; a pod without a controller is the ``Pod``.
     """
     labels = owner.labels if owner else {}
-    queue = labels.get("kueue.x-k8s.io/queue-name") or None
+    queue = labels.get(KUEUE_LOCAL_QUEUE_POD_LABEL) or labels.get("kueue.x-k8s.io/queue-name") or None
     notebook = labels.get("notebook-name")
     if notebook:
         return "Notebook", notebook, queue
@@ -526,7 +599,8 @@ def compute_cost_report(
         if pr.quote is None:
             unpriced.add(p.node)
         idle = min(p.idle_gpu_hours, p.gpu_hours)
-        fkey = (pr.gpu_model, pr.capacity_label, rate, pr.quote.source if pr.quote else "")
+        shown = f"{pr.gpu_model} {p.flavor}" if p.flavor else pr.gpu_model
+        fkey = (shown, pr.capacity_label, rate, pr.quote.source if pr.quote else "")
         flavor_quote[fkey] = pr
         acc = flavors[t][fkey]
         acc.gpu_hours += p.gpu_hours
@@ -553,9 +627,14 @@ def compute_cost_report(
         daily[t][d.day][pr.capacity_label] += d.gpu_hours * rate
         daily_idle[t][d.day] += min(d.idle_gpu_hours, d.gpu_hours) * rate
 
+    unrequested, node_hours, node_cost = _unrequested(usage, priced, node_model, unpriced)
     if unpriced:
         problems = sorted({priced_cache[k].problem or "" for k in priced_cache if k[0] in unpriced})
-        notes.append(f"no price for {_names(sorted(unpriced))}: counted at $0. " + " ".join(problems))
+        models = sorted({priced_cache[k].gpu_model for k in priced_cache if k[0] in unpriced})
+        notes.append(
+            f"no price for {', '.join(models)} on {_names(sorted(unpriced))}: its GPU-hours are left out of every USD "
+            "figure. " + " ".join(problems)
+        )
 
     days = [d for d, _, _ in day_buckets(usage.start, usage.end)]
     names = set(flavors) | set(teams.teams)
@@ -573,7 +652,7 @@ def compute_cost_report(
                     cost_usd=acc.cost,
                     idle_gpu_hours=acc.idle,
                     idle_cost_usd=acc.idle_cost,
-                    price_source=source or "no price found",
+                    price_source=source or NO_PRICE,
                     price_as_of=quote.as_of if quote else "",
                     instance_type=quote.instance_type if quote else None,
                 )
@@ -598,11 +677,11 @@ def compute_cost_report(
             for day in days
         )
         team_notes = []
-        if t == UNALLOCATED:
+        if t not in teams.teams and team_label and not any(
+            usage.namespace_labels.get(ns, {}).get(team_label) for ns in team_namespaces[t]
+        ):
             team_notes.append(
-                "namespaces in no configured team"
-                + (f" and without a {team_label!r} namespace label" if team_label else "")
-                + ": " + ", ".join(sorted(team_namespaces[t]))
+                f"namespace {t} is in no configured team and has no {team_label!r} label: reported as its own team"
             )
         reports[t] = TeamReport(
             team=t,
@@ -620,7 +699,42 @@ def compute_cost_report(
             notes=tuple(team_notes),
             namespaces=tuple(sorted(team_namespaces[t] | set(teams.teams[t].namespaces if t in teams.teams else ()))),
         )
-    return CostReport(usage.start, usage.end, reports, tuple(notes))
+    return CostReport(
+        usage.start, usage.end, reports, tuple(notes), usage.warnings, usage.covered_from,
+        unrequested=unrequested, node_gpu_hours=node_hours, node_cost_usd=node_cost,
+    )
+
+
+def _unrequested(
+    usage: UsageData, priced: Any, node_model: Mapping[str, str], unpriced: set[str]
+) -> tuple[UnrequestedLine | None, float, float]:
+    """The GPU-hours of each node no pod requested, and every GPU node's GPU-hours and cost. A
+    node whose pods show more GPU-hours than its capacity (the two series are sampled apart) is
+    counted at its pods', so teams + unrequested never exceed the total."""
+    if not usage.node_gpu_hours:
+        return None, 0.0, 0.0
+    allocated: dict[str, float] = defaultdict(float)
+    for p in usage.pods:
+        allocated[p.node] += p.gpu_hours
+    by_node: dict[str, tuple[float, float]] = {}
+    total_hours = total_cost = 0.0
+    for node in sorted(set(usage.node_gpu_hours) | set(allocated)):
+        pr = priced(node, node_model.get(node))
+        rate = pr.quote.usd_per_gpu_hour if pr.quote else 0.0
+        if pr.quote is None and usage.node_gpu_hours.get(node):
+            unpriced.add(node)
+        held = max(usage.node_gpu_hours.get(node, 0.0), allocated[node])
+        total_hours += held
+        total_cost += held * rate
+        free = held - allocated[node]
+        if free > 1e-9:
+            by_node[node] = (free, free * rate)
+    line = UnrequestedLine(
+        gpu_hours=sum(h for h, _ in by_node.values()),
+        cost_usd=sum(c for _, c in by_node.values()),
+        by_node=dict(sorted(by_node.items(), key=lambda kv: (-kv[1][1], kv[0]))),
+    )
+    return line, total_hours, total_cost
 
 
 def table_order(reports: Iterable[TeamReport]) -> list[TeamReport]:

@@ -3,7 +3,7 @@
 Reads, creates and replaces one Lease through the real ``kubernetes`` client. A replace carries
 the ``metadata.resourceVersion`` that was read, so the API server refuses it (409 Conflict) when
 another replica wrote the Lease in between: of two replicas racing for an expired Lease, exactly
-one wins. What to write (acquire, renew, release) is decided by ``bot.leader``; this module only
+one wins. What to write (acquire, renew, release) is decided by ``bot.service.leader``; this module only
 moves :class:`LeaseRecord` values to and from the API server.
 
 ``spec.acquireTime`` and ``spec.renewTime`` are MicroTime: the API server parses them with the
@@ -222,7 +222,7 @@ def lease_client(
 ) -> LeaseClient:
     """A LeaseClient for ``namespace``/``name`` on the cluster found the way
     :func:`actions.sources.kubernetes.load_kube_config` finds it (in-cluster service account, else
-    ``kubeconfig``/``context``). Raises ``kubernetes.config.ConfigException`` when there is none."""
+    ``kubeconfig``/``context``). Raises ClusterConfigError when there is none."""
     loaded = load_kube_config(kubeconfig, context)
     cfg = loaded.configuration
     loaded.close()

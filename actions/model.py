@@ -12,13 +12,28 @@ scaled by 100 at the source); power is watts; coverage is a ratio 0-1.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Any, Mapping
 
-GPU_RESOURCE = "nvidia.com/gpu"
-MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+from actions.gpus import GPU_RESOURCE, MIG_RESOURCE_PREFIX, gpu_equivalents, gpu_family, mig_profile
+
+__all__ = ["GPU_RESOURCE", "MIG_RESOURCE_PREFIX"]  # re-exported: the sources name resources through the model
+
+# API groups of the custom resources the bot reads and patches.
+KUEUE_GROUP = "kueue.x-k8s.io"
+KUBEFLOW_GROUP = "kubeflow.org"
+KARPENTER_GROUP = "karpenter.sh"
+NOTEBOOK_API_VERSION = "kubeflow.org/v1"
+RAY_API_VERSION = "ray.io/v1"  # KubeRay v1.x
+LWS_API_VERSION = "leaderworkerset.x-k8s.io/v1"  # LWS v0.10.0
+KSERVE_API_VERSION = "serving.kserve.io/v1beta1"  # KServe v0.20.0
+# A JupyterHub single-user server is no Kubernetes object: the bot addresses it as
+# ``JupyterHubServer <namespace>/<user>/<server name>`` and reaches it through the Hub's REST API.
+JUPYTER_SERVER_API_VERSION = "hub.jupyter.org/v1"
+JUPYTER_SERVER_KIND = "JupyterHubServer"
 
 ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
@@ -55,16 +70,105 @@ class OwnerRef:
     kind: str
     name: str
     controller: bool = False
+    uid: str = ""
+
+    @property
+    def group(self) -> str:
+        """The API group (``""`` for the core group)."""
+        return api_group(self.api_version)
+
+
+def api_group(api_version: str) -> str:
+    """``"jobset.x-k8s.io"`` for ``"jobset.x-k8s.io/v1alpha2"``; ``""`` for ``"v1"``."""
+    return api_version.split("/", 1)[0] if "/" in api_version else ""
+
+
+@dataclass(frozen=True)
+class KubeObject:
+    """Any object on a GPU pod's owner chain (a Job, JobSet, TrainJob, RayJob, RayCluster,
+    PyTorchJob, MPIJob, AppWrapper, LeaderWorkerSet, InferenceService, a leader Pod, ...), reduced
+    to its metadata and the two spec fields the bot's actions read: ``replicas``
+    (``spec.replicas``, ``None`` when the kind has none or it is unset) and ``suspend``
+    (``spec.suspend``, ``None`` when unset)."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str = ""
+    owners: tuple[OwnerRef, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    replicas: int | None = None
+    suspend: bool | None = None
+
+    @property
+    def group(self) -> str:
+        return api_group(self.api_version)
+
+    @property
+    def controller(self) -> OwnerRef | None:
+        """The owner reference with ``controller: true``, if any."""
+        return next((o for o in self.owners if o.controller), None)
+
+
+@dataclass(frozen=True)
+class LocalQueue:
+    """A Kueue LocalQueue and the ClusterQueue its ``spec.clusterQueue`` names."""
+
+    namespace: str
+    name: str
+    cluster_queue: str
+
+
+@dataclass(frozen=True)
+class ClusterQueue:
+    """A Kueue ClusterQueue: its cohort (``spec.cohortName`` in v1beta2, ``spec.cohort`` in
+    v1beta1) and the ResourceFlavors its ``spec.resourceGroups`` offer for GPU resources, in
+    the order Kueue tries them."""
+
+    name: str
+    cohort: str | None = None
+    gpu_flavors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PendingPosition:
+    """Where a pending Workload stands, as Kueue's visibility API says
+    (``visibility.kueue.x-k8s.io`` ``PendingWorkload``): 0-based positions in its ClusterQueue
+    and its LocalQueue, and its priority."""
+
+    namespace: str
+    name: str
+    cluster_queue: str
+    local_queue: str
+    position_in_cluster_queue: int
+    position_in_local_queue: int
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class ResourceFlavor:
+    """A Kueue ResourceFlavor and its ``spec.nodeLabels``: the nodes its quota lands on."""
+
+    name: str
+    node_labels: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Node:
-    """A node, reduced to what pricing needs.
+    """A node, reduced to what pricing and the GPU accounting need.
 
     ``capacity_type`` is read from ``karpenter.sh/capacity-type``, ``eks.amazonaws.com/capacityType``,
     ``cloud.google.com/gke-spot`` / ``gke-preemptible`` or ``kubernetes.azure.com/scalesetpriority``;
     ``instance_type`` from ``node.kubernetes.io/instance-type``; ``gpu_product`` from GPU Feature
-    Discovery's ``nvidia.com/gpu.product``.
+    Discovery's ``nvidia.com/gpu.product``; ``gpu_capacity`` is ``status.capacity`` of
+    ``nvidia.com/gpu`` and ``gpu_devices`` every GPU resource's capacity (whole, shared, MIG).
+    ``nodeclaim`` is the Karpenter NodeClaim that launched the node (None outside Karpenter);
+    ``workload_pods`` counts the pods bound to it that are not DaemonSet pods (any that hold it);
+    ``do_not_disrupt`` names those annotated ``karpenter.sh/do-not-disrupt: "true"``;
+    ``daemonset_pods`` names (``namespace/name``) the DaemonSet pods bound to it, dcgm-exporter's
+    among them.
     """
 
     name: str
@@ -74,6 +178,84 @@ class Node:
     nodepool: str | None = None
     gpu_product: str | None = None
     gpu_capacity: int = 0
+    gpu_devices: Mapping[str, int] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    nodeclaim: str | None = None
+    workload_pods: int = 0
+    do_not_disrupt: tuple[str, ...] = ()
+    daemonset_pods: tuple[str, ...] = ()
+
+    @property
+    def gpu_family(self) -> str | None:
+        """The family of its GPUs (``"H100"``), from GFD's product label."""
+        return gpu_family(self.gpu_product) if self.gpu_product else None
+
+    @property
+    def gpu_replicas(self) -> int:
+        """How many replicas each GPU is advertised as (GFD ``nvidia.com/gpu.replicas``; 1 when
+        not shared or not labelled)."""
+        try:
+            return max(1, int(self.labels.get("nvidia.com/gpu.replicas", "1")))
+        except ValueError:
+            return 1
+
+    @property
+    def physical_gpus(self) -> float:
+        """The physical GPUs behind its GPU resources: whole GPUs, MIG slices and shared replicas
+        counted as equivalents (GFD ``nvidia.com/gpu.count`` when it says more). GFD counts GPUs
+        before replication, and under the MIG ``single`` strategy counts MIG devices (56 on eight
+        A100s cut seven ways: k8s-device-plugin internal/lm/mig-strategy.go), each then its
+        profile's share of a GPU."""
+        devices = self.gpu_devices or ({GPU_RESOURCE: self.gpu_capacity} if self.gpu_capacity else {})
+        counted = gpu_equivalents(devices, self.gpu_family, self.gpu_replicas, self.gpu_product)
+        try:
+            count = float(self.labels.get("nvidia.com/gpu.count", "0"))
+        except ValueError:
+            count = 0.0
+        labelled = gpu_equivalents({GPU_RESOURCE: count}, self.gpu_family, 1, self.gpu_product)
+        return max(counted, labelled)
+
+    def equivalents(self, devices: Mapping[str, float]) -> float:
+        """Physical-GPU equivalents of ``devices`` (resource -> count) held on this node."""
+        return gpu_equivalents(devices, self.gpu_family, self.gpu_replicas, self.gpu_product)
+
+    def mig_profile(self) -> str | None:
+        """The MIG profile every ``nvidia.com/gpu`` is under the ``single`` MIG strategy."""
+        return mig_profile(self.gpu_product) if self.gpu_product and "-MIG-" in self.gpu_product.upper() else None
+
+
+_GO_DURATION = re.compile(r"^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
+
+
+def asks_not_to_disrupt(value: str | None) -> bool:
+    """Whether a ``karpenter.sh/do-not-disrupt`` annotation value holds the pod or node: ``"true"``,
+    or since Karpenter v1.12 a duration (``"30m"``, ``"2h"``) for which it does."""
+    return value is not None and (value.strip() == "true" or bool(_GO_DURATION.match(value.strip())))
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """A live pod bound to a node, as far as the node's use is concerned: ``pod`` is
+    ``namespace/name``; ``daemonset`` when a DaemonSet owns it (it runs on every node and keeps
+    none); ``do_not_disrupt`` when annotated ``karpenter.sh/do-not-disrupt`` (:func:`asks_not_to_disrupt`)."""
+
+    node: str
+    pod: str
+    daemonset: bool = False
+    do_not_disrupt: bool = False
+
+
+@dataclass(frozen=True)
+class NodePool:
+    """A Karpenter NodePool (karpenter.sh/v1), reduced to what decides whether Karpenter will
+    consolidate its nodes: ``consolidation_policy`` (``WhenEmpty`` or
+    ``WhenEmptyOrUnderutilized``), ``consolidate_after`` (a duration, or ``"Never"``) and
+    ``blocked`` (a disruption budget of 0 nodes at all times)."""
+
+    name: str
+    consolidation_policy: str = "WhenEmptyOrUnderutilized"
+    consolidate_after: str | None = None
+    blocked: bool = False
 
 
 @dataclass(frozen=True)
@@ -97,6 +279,13 @@ class GpuPod:
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     owners: tuple[OwnerRef, ...] = ()
+    devices: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def requested(self) -> Mapping[str, int]:
+        """The GPU resources it requests, resource name -> count (``devices``, or ``gpus`` of
+        ``gpu_resource`` when read by an older writer)."""
+        return self.devices or {self.gpu_resource: self.gpus}
 
 
 @dataclass(frozen=True)
@@ -151,6 +340,7 @@ class Workload:
     owners: tuple[OwnerRef, ...] = ()
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
+    priority: int = 0
 
 
 @dataclass(frozen=True)
@@ -158,7 +348,12 @@ class ClusterSnapshot:
     """The cluster at one instant: GPU pods and the objects that own or schedule them.
 
     ``workload_api_version`` is the Kueue version the Workloads were read with (``None`` when Kueue
-    is not installed). ``namespace_labels`` maps namespace -> labels where they were read.
+    is not installed). ``namespace_labels`` and ``namespace_annotations`` map namespace -> its
+    labels / annotations where they were read. ``objects`` holds the GPU pods' owners other than
+    StatefulSets, Deployments and Notebooks (Jobs, JobSets, RayClusters, LeaderWorkerSets,
+    InferenceServices, ...); ``local_queues``, ``cluster_queues`` and ``resource_flavors`` are
+    Kueue's queue objects; ``nodepools`` are Karpenter's NodePools by name (empty without
+    Karpenter).
     """
 
     taken_at: datetime
@@ -170,6 +365,12 @@ class ClusterSnapshot:
     workloads: tuple[Workload, ...] = ()
     workload_api_version: str | None = None
     namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    objects: tuple[KubeObject, ...] = ()
+    namespace_annotations: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    local_queues: tuple[LocalQueue, ...] = ()
+    cluster_queues: tuple[ClusterQueue, ...] = ()
+    resource_flavors: tuple[ResourceFlavor, ...] = ()
+    nodepools: Mapping[str, NodePool] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -183,7 +384,9 @@ class GpuTelemetry:
     ``last_active`` the last time within the lookback that activity was above the idle threshold
     (``None`` if never, or unknown) and ``first_sample`` the earliest sample within the lookback,
     so the GPU has been idle since ``last_active or first_sample``. Any field may be ``None`` when
-    its series is missing.
+    its series is missing. ``gpu`` is the UUID, ``<UUID>/<GPU_I_ID>`` for a MIG instance, whose
+    ``mig_profile`` is dcgm-exporter's ``GPU_I_PROFILE`` (``"1g.10gb"``); ``power_limit_w`` is
+    the GPU's enforced power limit in watts, when exported.
     """
 
     namespace: str
@@ -197,6 +400,8 @@ class GpuTelemetry:
     node: str | None = None
     last_active: datetime | None = None
     first_sample: datetime | None = None
+    mig_profile: str | None = None
+    power_limit_w: float | None = None
 
 
 @dataclass(frozen=True)
@@ -244,14 +449,51 @@ class GpuEvidence:
     coverage: float
     verdict: str  # "idle" | "busy" | "unknown"
     reason: str
+    ceiling_source: str | None = None  # where power_ceiling_w came from
 
 
 class ActionVerb(str, Enum):
-    """What an executor can do, each with an exact inverse."""
+    """What an executor can do, each with an exact inverse but one (see :attr:`restorable`)."""
 
     STOP_NOTEBOOK = "stop-notebook"  # Notebook: add kubeflow-resource-stopped; undo removes it
-    SCALE_TO_ZERO = "scale-to-zero"  # StatefulSet/Deployment: replicas 0; undo restores the count
+    # StatefulSet/Deployment/LeaderWorkerSet: replicas 0; undo restores the count
+    SCALE_TO_ZERO = "scale-to-zero"
     DEACTIVATE_WORKLOAD = "deactivate-workload"  # Workload: spec.active false; undo sets true
+    SUSPEND_RAYCLUSTER = "suspend-raycluster"  # RayCluster: spec.suspend true; undo sets it back
+    # InferenceService: annotation serving.kserve.io/stop "true"; undo puts back what was there
+    STOP_INFERENCE_SERVICE = "stop-inferenceservice"
+    # JupyterHub server: DELETE through the Hub's REST API; undo starts the same named server
+    STOP_JUPYTER_SERVER = "stop-jupyter-server"
+    # Karpenter NodeClaim: deleted (Karpenter drains and terminates the node); nothing to undo:
+    # Karpenter provisions again for pods that need the capacity.
+    DELETE_NODECLAIM = "delete-nodeclaim"
+
+    @property
+    def restorable(self) -> bool:
+        """Whether the action has an exact inverse a Restore button can apply."""
+        return self is not ActionVerb.DELETE_NODECLAIM
+
+
+MODES = ("ask", "auto", "report")
+
+
+@dataclass(frozen=True)
+class Handling:
+    """How the bot handles one finding, from the policy in force for its namespace.
+
+    ``mode``: ``ask`` (only an approver's Approve acts), ``auto`` (the policy acts after
+    ``grace_seconds`` unless someone pressed Snooze, Exempt or Deny) or ``report`` (never acts).
+    The durations are seconds. ``source`` says where the policy came from (``"global"``,
+    ``"team research"``, ``"namespace ml annotations"``).
+    """
+
+    mode: str = "ask"
+    grace_seconds: float = 4 * 3600
+    request_ttl_seconds: float = 86400
+    snooze_seconds: float = 4 * 3600
+    exempt_seconds: float = 7 * 86400
+    deny_cooldown_seconds: float = 86400
+    source: str = "global"
 
 
 @dataclass(frozen=True)
@@ -269,20 +511,29 @@ class Finding:
 
     ``key`` is stable across sweeps for the same consumer (used to update instead of re-posting).
     ``idle_seconds`` is how long the GPUs have been idle as far as the telemetry can tell;
-    ``usd_per_hour`` is what the consumer's GPUs cost (``gpus x price.usd_per_gpu_hour``).
-    ``action`` is ``None`` when no executor can act on this consumer (the finding is then
-    reported only).
+    ``gpus`` counts physical-GPU equivalents (a MIG 1g slice of an H100 is 1/7, a replica of a GPU
+    shared 4 ways 1/4) and ``devices`` the GPU resources as requested (resource -> count);
+    ``usd_per_hour`` is what they cost (``gpus x price.usd_per_gpu_hour``). On reserved capacity
+    (``reserved``) that money is paid whether or not the GPUs work, so stopping them frees
+    capacity for the queue rather than saving dollars. ``action`` is ``None`` when no executor
+    can act on this consumer (the finding is then reported only; ``report_reason`` says why);
+    ``notes`` say what the evidence alone does not (why a node was not consolidated, what
+    bin-packing would free). ``job`` is the object a person recognises (``RayJob ml/tune-7b``)
+    and ``workload`` the name of the Kueue Workload that admitted it (``None`` outside Kueue).
+    ``handling`` is the policy the finding was made under.
     """
 
-    kind: str  # "idle-notebook" | "idle-workload"
+    kind: str  # "idle-notebook" | "idle-workload" | "idle-serving" | "unrequested-gpus"
     key: str
     namespace: str
     name: str
     team: str
-    consumer_kind: str  # "Notebook", "JupyterHub", "StatefulSet", "Deployment", "Workload", "Pod"
+    # "Notebook", "JupyterHub", "StatefulSet", "Deployment", "LeaderWorkerSet", "RayCluster",
+    # "InferenceService", a Kueue job kind ("Job", "JobSet", "TrainJob", "RayJob", ...), "Pod"
+    consumer_kind: str
     pods: tuple[str, ...]
     node: str | None
-    gpus: int
+    gpus: float
     gpu_model: str
     idle_seconds: float
     usd_per_hour: float
@@ -291,6 +542,24 @@ class Finding:
     detected_at: datetime
     window_seconds: float
     action: ProposedAction | None = None
+    job: ObjectRef | None = None
+    workload: str | None = None
+    handling: Handling = field(default_factory=Handling)
+    report_reason: str | None = None
+
+    @property
+    def subject(self) -> str:
+        """What the finding is about, as a person reads it: ``"RayJob ml/tune-7b, Workload
+        rayjob-tune-7b-3c1f"``, ``"Notebook ml-research/llm-explore"``."""
+        who = f"{self.consumer_kind} {self.namespace + '/' if self.namespace else ''}{self.name}"
+        return f"{who}, Workload {self.workload}" if self.workload else who
+    devices: Mapping[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def reserved(self) -> bool:
+        """Whether the GPUs are reserved or committed capacity (paid for, idle or not)."""
+        return self.price.capacity_type is CapacityType.RESERVED
 
     @property
     def usd_per_day(self) -> float:
@@ -322,6 +591,12 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [to_jsonable(v) for v in obj]
     return obj
+
+
+def utc_now() -> datetime:
+    """The current time, aware UTC. Only the edges call it (a CLI command, a scheduled run, a
+    button press) and pass the result down as ``now``; decisions never read the clock."""
+    return datetime.now(timezone.utc)
 
 
 def format_time(t: datetime) -> str:
@@ -364,8 +639,13 @@ def finding_from_jsonable(data: Mapping[str, Any]) -> Finding:
     d["price"] = PriceQuote(**price)
     d["evidence"] = tuple(GpuEvidence(**e) for e in d["evidence"])
     d["pods"] = tuple(d["pods"])
+    d["notes"] = tuple(d.get("notes", ()))
     d["detected_at"] = parse_time(d["detected_at"])
     if d.get("action"):
         a = d["action"]
         d["action"] = ProposedAction(ActionVerb(a["verb"]), ObjectRef(**a["target"]), a["summary"])
+    if d.get("job"):
+        d["job"] = ObjectRef(**d["job"])
+    # Findings stored before policies per team carry no handling: they were made under "ask".
+    d["handling"] = Handling(**d["handling"]) if d.get("handling") else Handling()
     return Finding(**d)

@@ -7,15 +7,23 @@ Both are pydantic models so that the YAML configuration validates into them dire
 from __future__ import annotations
 
 import re
+from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-# Mean power (watts) at or under which a GPU counts as drawing idle power, by GPU model. H100 is
-# measured (shared real-gpu-traces, NVML, driver 580): empty 74-97 W, idle holding a 20 GiB model
-# 124-127 W, checkpoint pauses ~180 W, light serving at GPU_UTIL 0% 190-250 W; 150 W separates idle
-# from all of those. The other figures are the same idea scaled to each model's idle draw and are
-# not measured here: override them in config (policy.idle_power_watts) once you have your own.
+from actions.gpus import gpu_family
+
+# Mean power (watts) at or under which a GPU counts as drawing idle power, by GPU family, and where
+# the figure comes from. Only H100 is measured (shared real-gpu-traces, NVML, driver 580): empty
+# 74-97 W, idle holding a 20 GiB model 124-127 W, checkpoint pauses ~180 W, light serving at
+# GPU_UTIL 0% 190-250 W; 150 W separates idle from all of those. The others scale that finding to
+# each family's idle draw and are estimates: set policy.idle_power_watts once you have your own.
+_SCALED = "estimate scaled from the measured H100 to this family's idle draw, not measured"
+IDLE_POWER_SOURCES: dict[str, str] = {
+    "H100": "measured on a real H100 (shared/data: idle 124-127 W, light serving 190-250 W)",
+    **{family: _SCALED for family in ("H200", "H800", "A100", "A800", "L40S", "L40", "A10G", "A10", "L4", "T4", "V100")},
+}
 DEFAULT_IDLE_POWER_WATTS: dict[str, float] = {
     "H100": 150.0,
     "H200": 150.0,
@@ -31,18 +39,31 @@ DEFAULT_IDLE_POWER_WATTS: dict[str, float] = {
     "V100": 60.0,
 }
 
-
-def gpu_family(model_name: str) -> str | None:
-    """The family key of a DCGM ``modelName`` or GFD ``nvidia.com/gpu.product``.
-
-    ``"NVIDIA H100 80GB HBM3"`` -> ``"H100"``, ``"NVIDIA-A100-SXM4-40GB"`` -> ``"A100"``,
-    ``"Tesla T4"`` -> ``"T4"``. Returns ``None`` when no known family matches.
-    """
-    tokens = re.split(r"[\s\-_]+", model_name.upper())
-    for token in tokens:
-        if token in DEFAULT_IDLE_POWER_WATTS:
-            return token
-    return None
+# Maximum board power (watts) of every other datacenter family, for the idle ceiling of a GPU
+# whose DCGM series carry no power limit: Policy.idle_power_fraction of it. Each figure says how
+# far it was checked; a GPU's own enforced limit, when exported, is used first since variants
+# differ (H100 PCIe 350 W, SXM 700 W).
+_PUBLISHED = "the commonly published figure, not checked against the vendor's datasheet"
+BOARD_POWER_WATTS: dict[str, tuple[float, str]] = {
+    "P100": (300.0, f"Tesla P100 SXM2, {_PUBLISHED}"),
+    "A16": (250.0, _PUBLISHED),
+    "A30": (165.0, _PUBLISHED),
+    "A40": (300.0, _PUBLISHED),
+    "RTX6000ADA": (300.0, _PUBLISHED),
+    "RTXPRO6000": (600.0, f"Server Edition, {_PUBLISHED}"),
+    "H20": (400.0, _PUBLISHED),
+    "GH200": (1000.0, f"module maximum (configurable), {_PUBLISHED}"),
+    "B100": (700.0, _PUBLISHED),
+    "B200": (1000.0, "TGP in MLPerf Inference v5.1 B200-SXM-180GB system descriptions"),
+    "GB200": (1200.0, "TGP in MLPerf Inference v5.1 GB200-NVL72 system descriptions, per GPU"),
+    "B300": (1100.0, _PUBLISHED),
+    "GB300": (1400.0, "TGP in MLPerf Inference v5.1 GB300-NVL72 system descriptions, per GPU"),
+    "MI210": (300.0, _PUBLISHED),
+    "MI250": (500.0, _PUBLISHED),
+    "MI250X": (560.0, _PUBLISHED),
+    "MI300X": (750.0, "MLPerf Inference v4.1 AMD system description (MI300X-NPS1-SPX-192GB-750W)"),
+    "MI325X": (1000.0, _PUBLISHED),
+}
 
 
 class Policy(BaseModel):
@@ -82,6 +103,42 @@ class Policy(BaseModel):
         "gpu-cost-bot/exclude-until",
         description="annotation whose RFC 3339 value exempts a pod or its owner until then",
     )
+    idle_power_fraction: float = Field(
+        0.25, gt=0, le=1,
+        description="for a GPU model with no idle ceiling: this ratio 0-1 of its enforced power limit",
+    )
+    reserved_nodepools: list[str] = Field(
+        default_factory=list,
+        description="node pools (or node groups) whose GPUs are reserved or committed capacity",
+    )
+    mode: Literal["ask", "auto", "report"] = Field(
+        "ask",
+        description="ask: only Approve acts; auto: the policy acts after grace_seconds unless someone "
+        "pressed Snooze, Exempt or Deny; report: post, never act",
+    )
+    grace_seconds: float = Field(4 * 3600, gt=0, description="in mode auto, how long a proposal waits before the policy acts")
+    act_on: list[str] | None = Field(
+        None,
+        description="kinds the bot may act on (consumer kinds such as RayJob or Notebook, or target kinds "
+        "such as Workload or Deployment); the others are reported only. None: every kind",
+    )
+
+    @model_validator(mode="after")
+    def _grace_before_expiry(self) -> "Policy":
+        if self.mode == "auto" and self.grace_seconds >= self.request_ttl_seconds:
+            raise ValueError(
+                f"grace_seconds ({self.grace_seconds:g}) must be shorter than request_ttl_seconds "
+                f"({self.request_ttl_seconds:g}), or a proposal expires before the policy acts"
+            )
+        return self
+
+    def acts_on(self, *kinds: str) -> bool:
+        """Whether :attr:`act_on` lets the bot act on something of any of ``kinds``."""
+        return self.act_on is None or any(k in self.act_on for k in kinds)
+
+    def telemetry_key(self) -> tuple[float, float, float, float]:
+        """What the telemetry query depends on: two policies with the same key share one query."""
+        return (self.window_seconds, self.sample_step_seconds, self.activity_lookback_seconds, self.engine_idle_pct)
 
     def idle_power_ceiling(self, model_name: str) -> float | None:
         """Watts at or under which mean power counts as idle for this GPU model, or ``None``
@@ -91,6 +148,34 @@ class Policy(BaseModel):
             return self.idle_power_watts.get(model_name)
         return self.idle_power_watts.get(family, DEFAULT_IDLE_POWER_WATTS.get(family))
 
+    def idle_ceiling(self, model_name: str, power_limit_w: float | None = None) -> tuple[float | None, str | None]:
+        """``(watts, where the figure comes from)``: the idle power ceiling of a GPU of
+        ``model_name``: configured, else built in for its family (:data:`DEFAULT_IDLE_POWER_WATTS`),
+        else :attr:`idle_power_fraction` of its enforced power limit ``power_limit_w`` (watts, from
+        DCGM) when known, else of its family's datasheet board power
+        (:data:`BOARD_POWER_WATTS`); ``(None, None)`` for a model none of these knows."""
+        family = gpu_family(model_name) or model_name
+        configured = self.idle_power_watts.get(family, self.idle_power_watts.get(model_name))
+        if configured is not None:
+            return configured, "policy.idle_power_watts"
+        known = DEFAULT_IDLE_POWER_WATTS.get(family)
+        if known is not None:
+            return known, IDLE_POWER_SOURCES.get(family, "built-in ceiling")
+        if power_limit_w:
+            return (
+                self.idle_power_fraction * power_limit_w,
+                f"{self.idle_power_fraction:.0%} of its {power_limit_w:.0f} W power limit (no idle ceiling known for {family})",
+            )
+        board = BOARD_POWER_WATTS.get(family)
+        if board is not None:
+            watts, source = board
+            return (
+                self.idle_power_fraction * watts,
+                f"{self.idle_power_fraction:.0%} of the {family}'s {watts:.0f} W board power ({source}); "
+                "DCGM exported no power limit",
+            )
+        return None, None
+
     @field_validator("idle_power_watts")
     @classmethod
     def _positive(cls, v: dict[str, float]) -> dict[str, float]:
@@ -98,6 +183,20 @@ class Policy(BaseModel):
             if w <= 0:
                 raise ValueError(f"idle_power_watts[{k}] must be > 0 watts, got {w}")
         return v
+
+
+def slack_ids(ids: list[str]) -> list[str]:
+    """``ids`` when each is a Slack user id (``U…``/``W…``) or user group id (``S…``); else
+    ValueError naming every one that is not, and where to find a real one."""
+    bad = [a for a in ids if not re.fullmatch(r"[UWS][A-Z0-9]{2,}", a)]
+    if bad:
+        listed = ", ".join(repr(a) for a in bad)
+        raise ValueError(
+            f"{listed} {'is not a Slack user id' if len(bad) == 1 else 'are not Slack user ids'} "
+            "(U0123ABCD) or user group ids (S0123ABCD); find one in Slack under a profile's "
+            "\u22ee menu, \"Copy member ID\""
+        )
+    return ids
 
 
 class Team(BaseModel):
@@ -111,11 +210,27 @@ class Team(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1)
-    namespaces: list[str] = Field(default_factory=list)
+    namespaces: list[str] = Field(default_factory=list, validate_default=True)
     channel: str | None = None
     approvers: list[str] = Field(default_factory=list)
     timezone: str | None = None
     monthly_budget_usd: float | None = Field(None, ge=0)
+    policy: dict[str, Any] = Field(
+        default_factory=dict,
+        description="overrides of the global policy for this team's namespaces (any policy key: window_seconds, "
+        "mode, grace_seconds, act_on, ...)",
+    )
+
+    @field_validator("policy")
+    @classmethod
+    def _policy_keys(cls, v: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(v) - set(Policy.model_fields))
+        if unknown:
+            raise ValueError(f"unknown policy key(s) {unknown}; policy keys are {sorted(Policy.model_fields)}")
+        # Each override must be valid on its own; combined with the global policy it is checked
+        # again when the team's policy is built.
+        Policy.model_validate(v)
+        return v
 
     @field_validator("timezone")
     @classmethod
@@ -127,25 +242,44 @@ class Team(BaseModel):
                 raise ValueError(f"timezone {v!r} is not an IANA time zone name such as Europe/Berlin or UTC") from None
         return v
 
+    @field_validator("namespaces")
+    @classmethod
+    def _owns_something(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError("a team owns at least one namespace; list them like namespaces: [ml-research]")
+        return v
+
     @field_validator("approvers")
     @classmethod
     def _slack_ids(cls, v: list[str]) -> list[str]:
-        for a in v:
-            if not re.fullmatch(r"[UWS][A-Z0-9]{2,}", a):
-                raise ValueError(
-                    f"approver {a!r} is not a Slack user id (U0123ABCD) or user group id (S0123ABCD)"
-                )
-        return v
+        return slack_ids(v)
+
+
+ADMIN_TEAM = "cluster-admins"
+"""Who hears of, and approves, what belongs to no namespace: GPUs no pod requests, whole nodes."""
 
 
 class TeamDirectory:
     """Maps namespaces to teams. Namespaces in no configured team become their own team (the
-    default when there is no config at all), so nothing is ever dropped."""
+    default when there is no config at all), so nothing is ever dropped. Cluster-level findings
+    belong to :data:`ADMIN_TEAM`, which posts to ``admin_channel`` (else ``default_channel``) and
+    whose approvers are ``admin_approvers`` (Slack user and user group ids)."""
 
-    def __init__(self, teams: list[Team], default_channel: str | None = None):
+    def __init__(
+        self,
+        teams: list[Team],
+        default_channel: str | None = None,
+        admin_channel: str | None = None,
+        admin_approvers: list[str] | None = None,
+    ):
         self.teams = {t.name: t for t in teams}
         self._by_ns = {ns: t for t in teams for ns in t.namespaces}
         self.default_channel = default_channel
+        # Built without validation: it owns no namespace, which no configured team may do.
+        self.admin = Team.model_construct(
+            name=ADMIN_TEAM, namespaces=[], channel=admin_channel or default_channel,
+            approvers=list(admin_approvers or ()), timezone=None, monthly_budget_usd=None,
+        )
 
     def team_for(self, namespace: str) -> Team:
         """The team owning ``namespace``; a synthetic one-namespace team when none does."""
@@ -157,8 +291,10 @@ class TeamDirectory:
         )
 
     def team_for_name(self, name: str) -> Team:
-        """The configured team called ``name``, or the one-namespace team of that name that
-        :meth:`team_for` makes for unconfigured namespaces."""
+        """The configured team called ``name``, the admin team for :data:`ADMIN_TEAM`, or the
+        one-namespace team of that name that :meth:`team_for` makes for unconfigured namespaces."""
+        if name == ADMIN_TEAM and name not in self.teams:
+            return self.admin
         return self.teams.get(name) or self.team_for(name)
 
     def channel_for(self, team: Team) -> str | None:

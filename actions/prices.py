@@ -36,14 +36,18 @@ from typing import Any, Iterable, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from actions.gpus import FAMILIES, gpu_family
 from actions.model import CapacityType, PriceQuote, format_time
-from actions.policy import DEFAULT_IDLE_POWER_WATTS, gpu_family
 
 BUNDLED_CATALOG = "prices.json"  # in the package's data/ directory
 
 
-
-def _config_example(instance_type: str | None, family: str | None) -> str:
+def config_example(instance_type: str | None, family: str | None, *, spot: bool = False) -> str:
+    """The config lines that would price ``instance_type`` (USD per instance-hour) or ``family``
+    (USD per GPU-hour), as one-line YAML a reader can paste. With ``spot``, only the instance
+    type's spot rate: a flat family price is not a spot price. The figures are placeholders."""
+    if spot:
+        return f"prices: {{instance_types: {{{instance_type or 'p5.48xlarge'}: {{spot_usd_per_hour: 20.0}}}}}}"
     examples = []
     if instance_type:
         examples.append(
@@ -95,10 +99,8 @@ class CatalogEntry(BaseModel):
     @field_validator("gpu_model")
     @classmethod
     def _known_family(cls, v: str) -> str:
-        if v not in DEFAULT_IDLE_POWER_WATTS:
-            raise ValueError(
-                f"gpu_model {v!r} is not a GPU family key; use one of {', '.join(sorted(DEFAULT_IDLE_POWER_WATTS))}"
-            )
+        if v not in FAMILIES:
+            raise ValueError(f"gpu_model {v!r} is not a GPU family key; use one of {', '.join(sorted(FAMILIES))}")
         return v
 
     @property
@@ -181,6 +183,10 @@ class PriceCatalog:
     def entry(self, instance_type: str) -> CatalogEntry | None:
         """The entry for ``instance_type`` (see :func:`instance_key`), or ``None``."""
         return self._index.get(instance_key(instance_type))
+
+    def names(self) -> list[str]:
+        """Every lookup key: instance types and their aliases, as :func:`instance_key` gives them."""
+        return sorted(self._index)
 
     def families(self) -> list[str]:
         """GPU family keys that have at least one entry, sorted."""
@@ -373,16 +379,22 @@ class PriceBook:
         )
 
     def quote(
-        self, instance_type: str | None, capacity_type: CapacityType, gpu_model: str | None
+        self,
+        instance_type: str | None,
+        capacity_type: CapacityType,
+        gpu_model: str | None,
+        *,
+        strict: bool = False,
     ) -> PriceQuote:
         """USD per GPU-hour of one GPU on a node of ``instance_type`` bought as ``capacity_type``.
 
         ``gpu_model`` (a DCGM ``modelName``, a GFD product or a family key) is used when the
-        instance type has no price. Raises PriceNotFound listing what was tried.
+        instance type has no price. With ``strict`` a spot request is answered only by a spot
+        price, as in :meth:`gpu_hour`. Raises PriceNotFound listing what was tried.
         """
         tried: list[str] = []
         if instance_type:
-            q = self._instance_quote(instance_type, capacity_type, gpu_model, tried)
+            q = self._instance_quote(instance_type, capacity_type, gpu_model, tried, strict=strict)
             if q is not None:
                 return q
         else:
@@ -391,13 +403,13 @@ class PriceBook:
         if family is None:
             tried.append("GPU family: no GPU model known")
         else:
-            q = self._family_quote(family, capacity_type, strict=False, tried=tried)
+            q = self._family_quote(family, capacity_type, strict=strict, tried=tried)
             if q is not None:
                 return q
         raise PriceNotFound(
             f"no price for instance type {instance_type!r}, GPU model {gpu_model!r} ({capacity_type.value}): "
             + "; ".join(tried)
-            + f". Add a price to the config, e.g. {_config_example(instance_type, family)}"
+            + f". Add a price to the config, e.g. {config_example(instance_type, family)}"
         )
 
     def gpu_hour(
@@ -419,8 +431,21 @@ class PriceBook:
             f"no {capacity_type.value} price for GPU model {gpu_model_or_alias!r}: "
             + "; ".join(tried)
             + f". GPU families with prices: {', '.join(self.known_families())}."
-            + f" Add a price to the config, e.g. {_config_example(None, family)}"
+            + f" Add a price to the config, e.g. {config_example(None, family)}"
         )
+
+    def instance_names(self) -> list[str]:
+        """Instance types (and catalog aliases) that can be named in a request: the catalog's
+        lookup keys and the config's ``prices.instance_types``, as :func:`instance_key` gives them."""
+        return sorted(set(self.catalog.names()) | {instance_key(n) for n in self.overrides.instance_types})
+
+    def instance_gpus(self, instance_type: str) -> int | None:
+        """GPUs in one ``instance_type`` (config ``gpus`` first, then the catalog), or ``None``."""
+        found = self.overrides.instance(instance_type)
+        if found is not None and found[1].gpus:
+            return found[1].gpus
+        entry = self.catalog.entry(instance_type)
+        return entry.gpus if entry else None
 
     def known_families(self) -> list[str]:
         """GPU families that can be priced (catalog or config), sorted."""
@@ -434,6 +459,8 @@ class PriceBook:
         capacity: CapacityType,
         gpu_model: str | None,
         tried: list[str],
+        *,
+        strict: bool = False,
     ) -> PriceQuote | None:
         found = self.overrides.instance(instance_type)
         entry = self.catalog.entry(instance_type)
@@ -488,8 +515,11 @@ class PriceBook:
                     f"bundled catalog: {entry.spot_source or entry.source} (spot)",
                     entry.spot_as_of or entry.as_of,
                 )
+            # The entry's note (a known price change, the region used) travels in the source, so
+            # every place that shows where a price came from shows it too.
+            note = f"; {entry.note}" if entry.note else ""
             return _InstancePrice(
-                entry.on_demand_usd_per_hour, f"bundled catalog: {entry.source}", entry.as_of
+                entry.on_demand_usd_per_hour, f"bundled catalog: {entry.source}{note}", entry.as_of
             )
 
         on_demand = (
@@ -502,7 +532,7 @@ class PriceBook:
             price = (
                 from_override("spot_usd_per_hour", "spot") or from_live(live_spot) or from_catalog(True)
             )
-            if price is None and on_demand is not None:
+            if price is None and on_demand is not None and not strict:
                 price = _with_note(on_demand, "no spot price known, priced at on-demand")
         elif capacity is CapacityType.RESERVED:
             price = from_override("reserved_usd_per_hour", "reserved")
@@ -513,7 +543,8 @@ class PriceBook:
         else:
             price = on_demand
         if price is None:
-            tried.append(f"no {capacity.value} or on-demand price for {instance_type}")
+            fallback = "" if strict and capacity is CapacityType.SPOT else " or on-demand"
+            tried.append(f"no {capacity.value}{fallback} price for {instance_type}")
             return None
         family = entry.gpu_model if entry else (family_key(gpu_model) if gpu_model else None)
         return PriceQuote(

@@ -6,17 +6,18 @@ Workloads, the age of the oldest pending one and what it asks for. For each pend
 lists the idle GPUs of the same family held by other teams, so a message can say "training waits
 3h for 8 H100; research holds 1 idle H100 in notebooks (request #12 awaits approval)".
 
-What a snapshot does not say, and how it is inferred:
+Where each answer comes from (kueue v0.19.2 apis/kueue/v1beta2):
 
-- A pending Workload has no ``status.admission``, so its ClusterQueue is not on it. It is taken
-  from ``local_queue_cluster_queues`` when the caller knows it (LocalQueue ``spec.clusterQueue``),
-  else from the admitted Workloads of the same LocalQueue (Kueue admits every Workload of a
-  LocalQueue through the one ClusterQueue it points to).
-- A pending Workload has no flavor either. The candidate flavors are those its ClusterQueue has
-  admitted GPU Workloads with, and the GPU family is read from ``flavor_gpu_models`` (ResourceFlavor
-  name -> GPU model) or else from the flavor's name (``h100-spot`` -> ``H100``) via
-  :func:`actions.policy.gpu_family`. When no family is found, nothing is matched as "idle
-  elsewhere": a wrong match would send people after the wrong GPUs.
+- A pending Workload has no ``status.admission``, so its ClusterQueue is not on it: it is its
+  LocalQueue's ``spec.clusterQueue``. Only a snapshot without LocalQueue objects (an old dump)
+  falls back to the ClusterQueue the LocalQueue's admitted Workloads went through.
+- Its candidate flavors are the ResourceFlavors its ClusterQueue's ``spec.resourceGroups`` offer
+  for GPU resources, and a flavor's GPU model is read from its ``spec.nodeLabels``: the
+  ``nvidia.com/gpu.product`` label there, else the GPU product of the nodes those labels select,
+  else ``flavor_gpu_models``. When no family is found, nothing is matched as "idle elsewhere": a
+  wrong match would send people after the wrong GPUs.
+- Its position and what is ahead of it come from Kueue's visibility API (``positions``, see
+  :mod:`actions.sources.kueue_visibility`); without it they are unknown, never guessed.
 - The wait is counted from the Workload's ``metadata.creationTimestamp``: the model carries no
   time of a later requeue, so an evicted and requeued Workload's wait includes its earlier run.
 """
@@ -27,8 +28,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Iterable, Mapping, Sequence
 
-from actions.model import ClusterSnapshot, Finding, Workload
-from actions.policy import TeamDirectory, gpu_family
+from actions.gpus import gpu_family
+from actions.model import ClusterSnapshot, Finding, PendingPosition, Workload
+from actions.policy import TeamDirectory
+from actions.text import gpu_amount
 
 UNKNOWN_CLUSTER_QUEUE = "(unknown ClusterQueue)"
 
@@ -45,6 +48,20 @@ class PendingWorkload:
     cluster_queue: str | None
     flavors: tuple[str, ...] = ()
     gpu_family: str | None = None
+    position: PendingPosition | None = None
+    ahead: tuple[tuple[str, int], ...] = ()  # ("namespace/name", GPUs) of those Kueue admits first
+
+    @property
+    def position_text(self) -> str | None:
+        """``"3rd in ClusterQueue gpu-cq, behind 2 Workloads asking 16 GPUs"``; None when unknown."""
+        if self.position is None:
+            return None
+        n = self.position.position_in_cluster_queue + 1
+        suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+        text = f"{n}{suffix} in ClusterQueue {self.position.cluster_queue}"
+        if self.ahead:
+            text += f", behind {len(self.ahead)} Workload{'s' if len(self.ahead) != 1 else ''} asking {sum(g for _, g in self.ahead)} GPUs"
+        return text
 
 
 @dataclass(frozen=True)
@@ -52,13 +69,13 @@ class IdleElsewhere:
     """Idle GPUs of one family held by one other team, from the idle sweep's findings.
 
     ``gpus`` counts GPUs; ``usd_per_hour`` is what they cost together (USD per hour);
-    ``where`` names the kinds of consumer (``"notebooks"``, ``"Workloads"``); ``request_ids``
+    ``where`` names the kinds of consumer (``"notebooks"``, ``"services"``, ``"jobs"``); ``request_ids``
     are the open ActionRequests proposing to free them.
     """
 
     team: str
     gpu_family: str
-    gpus: int
+    gpus: float
     usd_per_hour: float
     where: tuple[str, ...]
     request_ids: tuple[int, ...] = ()
@@ -125,9 +142,27 @@ class QueueReport:
         return tuple(sorted(out, key=lambda p: -p.waiting_seconds))
 
 
-def _family_of_flavor(flavor: str, flavor_gpu_models: Mapping[str, str]) -> str | None:
+def _family_of_flavor(flavor: str, flavor_gpu_models: Mapping[str, str], snapshot: ClusterSnapshot | None = None) -> str | None:
+    """The GPU family a ResourceFlavor's quota lands on: its ``nodeLabels``' GPU product, else
+    the one GPU family of the nodes its labels select, else ``flavor_gpu_models``; only a
+    snapshot without ResourceFlavor objects falls back to the flavor's name."""
+    rf = next((r for r in snapshot.resource_flavors if r.name == flavor), None) if snapshot else None
+    if rf is not None:
+        product = rf.node_labels.get("nvidia.com/gpu.product")
+        if product:
+            return gpu_family(product.replace("-", " "))
+        if rf.node_labels:
+            families = {
+                gpu_family(n.gpu_product.replace("-", " "))
+                for n in snapshot.nodes.values()
+                if n.gpu_product and all(n.labels.get(k) == v for k, v in rf.node_labels.items())
+            } - {None}
+            if len(families) == 1:
+                return families.pop()
     model = flavor_gpu_models.get(flavor)
-    return gpu_family(model) if model else gpu_family(flavor)
+    if model:
+        return gpu_family(model)
+    return gpu_family(flavor) if rf is None else None
 
 
 def _live(workloads: Iterable[Workload]) -> list[Workload]:
@@ -147,9 +182,10 @@ def idle_by_family(
     out: dict[str, dict[str, IdleElsewhere]] = {}
     for f in findings:
         family = gpu_family(f.gpu_model)
-        if family is None:
+        # GPUs no pod requests are free already: what keeps a Workload waiting is its quota.
+        if family is None or f.kind not in ("idle-notebook", "idle-workload"):
             continue
-        where = "notebooks" if f.kind == "idle-notebook" else "Workloads"
+        where = {"idle-notebook": "notebooks", "idle-serving": "services"}.get(f.kind, "jobs")
         request = open_requests.get(f.key)
         prev = out.setdefault(family, {}).get(f.team)
         if prev is None:
@@ -175,6 +211,7 @@ def queue_report(
     local_queue_cluster_queues: Mapping[tuple[str, str], str] | None = None,
     flavor_gpu_models: Mapping[str, str] | None = None,
     team: str | None = None,
+    positions: Mapping[tuple[str, str], PendingPosition] | None = None,
 ) -> QueueReport:
     """The Kueue queues of ``snapshot`` at ``now``.
 
@@ -182,12 +219,17 @@ def queue_report(
     ActionRequest id; ``local_queue_cluster_queues`` maps ``(namespace, LocalQueue)`` to its
     ClusterQueue where known; ``flavor_gpu_models`` maps a ResourceFlavor to a GPU model name.
     With ``team``, only that team's LocalQueues and the ClusterQueues they feed are reported
-    (the idle GPUs of other teams are still matched). Only Workloads that request GPUs count.
-    Waits are in seconds; a Workload created after ``now`` waits 0 s.
+    (the idle GPUs of other teams are still matched). ``positions`` are the visibility API's,
+    by (namespace, Workload name). Only Workloads that request GPUs count. Waits are in
+    seconds; a Workload created after ``now`` waits 0 s.
     """
     mapped = dict(local_queue_cluster_queues or {})
+    mapped.update({(q.namespace, q.name): q.cluster_queue for q in snapshot.local_queues})
+    offered = {c.name: c.gpu_flavors for c in snapshot.cluster_queues}
+    positions = positions or {}
     flavor_models = flavor_gpu_models or {}
     workloads = [w for w in _live(snapshot.workloads) if w.gpus > 0]
+    gpus_of = {(w.namespace, w.name): w.gpus for w in workloads}
 
     # What admitted Workloads teach about LocalQueues -> ClusterQueue -> GPU flavors.
     learned: dict[tuple[str, str], str] = {}
@@ -216,9 +258,18 @@ def queue_report(
         for w in members:
             if w.admitted:
                 continue
-            flavors = tuple(cq_flavors.get(cq, {})) if cq else ()
-            families = {f for f in (_family_of_flavor(fl, flavor_models) for fl in flavors) if f}
+            flavors = (offered.get(cq) or tuple(cq_flavors.get(cq, {}))) if cq else ()
+            families = {f for f in (_family_of_flavor(fl, flavor_models, snapshot) for fl in flavors) if f}
             family = families.pop() if len(families) == 1 else None
+            position = positions.get((w.namespace, w.name))
+            ahead: tuple[tuple[str, int], ...] = ()
+            if position is not None:
+                ahead = tuple(
+                    (f"{q.namespace}/{q.name}", gpus_of.get((q.namespace, q.name), 0))
+                    for q in sorted(positions.values(), key=lambda q: q.position_in_cluster_queue)
+                    if q.cluster_queue == position.cluster_queue
+                    and q.position_in_cluster_queue < position.position_in_cluster_queue
+                )
             p = PendingWorkload(
                 workload=w,
                 team=team_name,
@@ -226,6 +277,8 @@ def queue_report(
                 cluster_queue=cq,
                 flavors=flavors,
                 gpu_family=family,
+                position=position,
+                ahead=ahead,
             )
             pending.append(p)
             if family is not None:
@@ -254,7 +307,7 @@ def queue_report(
             teams=tuple(dict.fromkeys(q.team for q in qs)),
             pending=tuple(sorted((p for q in qs for p in q.pending), key=lambda p: -p.waiting_seconds)),
             admitted=tuple(w for q in qs for w in q.admitted),
-            flavors=tuple(cq_flavors.get(cq, {})),
+            flavors=offered.get(cq) or tuple(cq_flavors.get(cq, {})),
         )
         for cq, qs in sorted(by_cq.items())
     )
@@ -284,9 +337,11 @@ def wait_sentence(p: PendingWorkload, idle: Sequence[IdleElsewhere]) -> str:
     when unknown."""
     what = p.gpu_family or ("GPU" if p.workload.gpus == 1 else "GPUs")
     line = f"{p.team} waits {_hours(p.waiting_seconds)} for {p.workload.gpus} {what}"
+    if p.position_text:
+        line += f" ({p.position_text})"
     for i in idle:
         line += (
-            f"; {i.team} holds {i.gpus} idle {i.gpu_family} in {' and '.join(i.where)}"
+            f"; {i.team} holds {gpu_amount(i.gpus)} idle {i.gpu_family} in {' and '.join(i.where)}"
             f"{_requests_phrase(i.request_ids)}"
         )
     return line

@@ -12,8 +12,10 @@ and bound").
 States::
 
     proposed --approve--> approved --applied--> done --restore--> restoring --> restored
-        |                    |                                        |
-        |                    +--apply failed--> failed                +--restore failed--> done
+        |                    |                  ^                     |
+        |                    |                  |                     +--restore failed--> done
+        |                    +--apply failed--> failed
+        |                    +--outcome unknown--> uncertain --read back--> done / failed
         +--deny--> denied ----+
         +--snooze--> snoozed -+-- (until passes) --> expired / superseded
         +--exempt--> exempt --+
@@ -54,6 +56,15 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 # Named after the bot rather than alembic's default so the bot can share a database with other
 # alembic-managed applications without both fighting over one version table.
 VERSION_TABLE = "gpu_cost_bot_alembic_version"
+
+# The largest id a BIGINT (PostgreSQL) or INTEGER (SQLite) primary key holds; a button or a typed
+# command can carry any number, and a larger one must read as "no such request", not overflow.
+MAX_ID = 2**63 - 1
+
+
+def valid_id(value: int) -> bool:
+    """Whether ``value`` can be the id of a row (1 to :data:`MAX_ID`)."""
+    return 0 < value <= MAX_ID
 # Tables the migrations create for a library (APScheduler's job store) rather than for a model
 # here; autogenerate must neither drop them nor compare them.
 FOREIGN_TABLES: frozenset[str] = frozenset({"apscheduler_jobs"})
@@ -83,6 +94,7 @@ class RequestState(StrEnum):
     EXPIRED = "expired"
     SUPERSEDED = "superseded"
     FAILED = "failed"  # the action could not be applied
+    UNCERTAIN = "uncertain"  # the patch may have landed; read back until ``deadline_at``
 
 
 STATES: frozenset[str] = frozenset(RequestState)
@@ -95,6 +107,7 @@ OPEN_STATES: frozenset[str] = frozenset(
         RequestState.SNOOZED,
         RequestState.EXEMPT,
         RequestState.DENIED,
+        RequestState.UNCERTAIN,
     }
 )
 TERMINAL_STATES: frozenset[str] = STATES - OPEN_STATES
@@ -199,7 +212,17 @@ class ActionRequest(StoreModel, table=True):
     the ``target_*`` columns are empty too). ``usd_per_hour`` is USD per hour for all ``gpus``.
     ``finding_json`` is the finding as JSON (``model.to_jsonable``); ``undo_json`` what the executor
     recorded to undo the action. ``until`` ends a snooze, an exemption or a denial's cooldown.
-    ``version`` starts at 1 and is bumped by every change. Datetimes are aware UTC.
+    ``version`` starts at 1 and is bumped by every change. ``act_at`` is set for a team in mode
+    ``auto``: when the policy acts on a request still ``proposed`` (None: only Approve acts).
+    Datetimes are aware UTC.
+
+    ``deadline_at``: while ``approved`` or ``restoring``, the time by which nothing the acting
+    replica sent can still land (after it, a request still there was interrupted and is read
+    back); while ``uncertain``, the end of the read-back window. The Slack message is desired
+    state: ``shown_version`` is the ``version`` the channel last showed (None: not yet), a
+    message sync retries at ``sync_due_at`` after ``sync_failures`` failures, holds
+    ``sync_lease_until`` while it writes, and ``post_started_at`` marks a first post that was
+    attempted (its answer may have been lost, so the channel is searched before posting again).
     """
 
     __tablename__ = "action_request"
@@ -227,7 +250,7 @@ class ActionRequest(StoreModel, table=True):
     state: str = Field(sa_type=sa.String, index=True)
     finding_json: str = Field(sa_type=sa.Text)
     usd_per_hour: float = Field(sa_type=sa.Float)
-    gpus: int = Field(sa_type=sa.Integer)
+    gpus: float = Field(sa_type=sa.Float)
     dry_run: bool = Field(sa_type=sa.Boolean)
     channel: str | None = Field(default=None, sa_type=sa.String, nullable=True)
     message_ts: str | None = Field(default=None, sa_type=sa.String, nullable=True)
@@ -240,6 +263,13 @@ class ActionRequest(StoreModel, table=True):
     undo_json: str | None = Field(default=None, sa_type=sa.Text, nullable=True)
     note: str | None = Field(default=None, sa_type=sa.Text, nullable=True)
     version: int = Field(default=1, sa_type=sa.Integer)
+    act_at: datetime | None = Field(default=None, sa_type=UTCDateTime, nullable=True, index=True)
+    deadline_at: datetime | None = Field(default=None, sa_type=UTCDateTime, nullable=True)
+    shown_version: int | None = Field(default=None, sa_type=sa.Integer, nullable=True)
+    sync_due_at: datetime | None = Field(default=None, sa_type=UTCDateTime, nullable=True)
+    sync_failures: int = Field(default=0, sa_type=sa.Integer)
+    sync_lease_until: datetime | None = Field(default=None, sa_type=UTCDateTime, nullable=True)
+    post_started_at: datetime | None = Field(default=None, sa_type=UTCDateTime, nullable=True)
 
     @property
     def is_open(self) -> bool:
@@ -398,9 +428,11 @@ UPDATABLE_FIELDS: frozenset[str] = frozenset(
         "expires_at",
         "dry_run",
         "team",
+        "act_at",
+        "deadline_at",
     }
 )
-_DATETIME_FIELDS = frozenset({"until", "decided_at", "expires_at"})
+_DATETIME_FIELDS = frozenset({"until", "decided_at", "expires_at", "act_at", "deadline_at"})
 _JSON_FIELDS = frozenset({"finding_json", "undo_json"})
 _NON_NULL_FIELDS = frozenset({"finding_json", "usd_per_hour", "gpus", "expires_at", "dry_run", "team"})
 
@@ -500,6 +532,18 @@ class Store:
             config.attributes["connection"] = connection
             command.upgrade(config, "head")
 
+    def schema_status(self) -> tuple[str | None, str]:
+        """``(applied, newest)``: the migration revision the database is at (None when it has
+        none yet) and the newest one this version of the bot has. Raises SQLAlchemy errors when
+        the database cannot be reached."""
+        from alembic.runtime.migration import MigrationContext
+        from alembic.script import ScriptDirectory
+
+        script = ScriptDirectory.from_config(alembic_config(self.url.render_as_string(hide_password=False)))
+        with self.engine.connect() as connection:
+            applied = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE}).get_current_revision()
+        return applied, script.get_current_head() or ""
+
     # -- requests --
 
     def create_request(
@@ -514,19 +558,21 @@ class Store:
         target: ObjectRef | Sequence[str] | None,
         finding_json: str,
         usd_per_hour: float,
-        gpus: int,
+        gpus: float,
         dry_run: bool,
         now: datetime,
         ttl_seconds: float,
         actor: str = SYSTEM_ACTOR,
         detail: Mapping[str, Any] | None = None,
+        act_at: datetime | None = None,
     ) -> ActionRequest:
         """Record a new proposal in state ``proposed`` and audit it as ``proposed``.
 
         ``verb`` is an ``ActionVerb`` (or its value), or ``""`` for a report-only finding;
         ``target`` the object to act on as an ``ObjectRef`` or ``(api_version, kind, name)``, and
         None only when ``verb`` is empty. ``usd_per_hour`` is USD per hour; ``ttl_seconds`` (> 0)
-        sets ``expires_at = now + ttl_seconds``. Returns the stored request (``version`` 1).
+        sets ``expires_at = now + ttl_seconds``; ``act_at`` (aware UTC) is when the policy acts
+        unless someone decides first (mode ``auto``). Returns the stored request (``version`` 1).
 
         Raises DuplicateOpenRequest when ``key`` already has a request in an open state (checked by
         the database, so it holds across replicas); ValueError for an unknown verb, a missing
@@ -570,12 +616,13 @@ class Store:
             state=RequestState.PROPOSED.value,
             finding_json=finding_json,
             usd_per_hour=float(usd_per_hour),
-            gpus=int(gpus),
+            gpus=float(gpus),
             dry_run=bool(dry_run),
             created_at=now,
             updated_at=now,
             expires_at=now + timedelta(seconds=ttl_seconds),
             version=1,
+            act_at=None if act_at is None else _utc(act_at, "act_at"),
         )
         try:
             with self._session() as session, session.begin():
@@ -598,7 +645,9 @@ class Store:
         return request
 
     def get(self, request_id: int) -> ActionRequest | None:
-        """The request with this id, or None."""
+        """The request with this id, or None (also for an id no database column can hold)."""
+        if not valid_id(request_id):
+            return None
         with self._session() as session:
             return session.get(ActionRequest, request_id)
 
@@ -724,6 +773,22 @@ class Store:
         with self._session() as session:
             return list(session.exec(query).all())
 
+    def due_to_act(self, now: datetime) -> list[ActionRequest]:
+        """Requests still ``proposed`` whose ``act_at`` is at or before ``now`` (mode ``auto``:
+        nobody pressed Snooze, Exempt or Deny in the grace), soonest first."""
+        now = _utc(now)
+        query = (
+            select(ActionRequest)
+            .where(
+                ActionRequest.state == RequestState.PROPOSED.value,
+                col(ActionRequest.act_at).is_not(None),
+                col(ActionRequest.act_at) <= now,
+            )
+            .order_by(col(ActionRequest.act_at), col(ActionRequest.id))
+        )
+        with self._session() as session:
+            return list(session.exec(query).all())
+
     def due_to_wake(self, now: datetime) -> list[ActionRequest]:
         """Requests ``snoozed``, ``exempt`` or ``denied`` whose ``until`` is at or before ``now``,
         soonest first. Requests in those states with no ``until`` never wake."""
@@ -739,6 +804,115 @@ class Store:
         )
         with self._session() as session:
             return list(session.exec(query).all())
+
+    def overdue_actions(self, now: datetime) -> list[ActionRequest]:
+        """Requests whose outcome must be read back from the cluster: ``uncertain`` ones, and
+        ``approved``/``restoring`` ones whose ``deadline_at`` is at or before ``now`` (or unset:
+        written by a version of the bot that kept none), oldest first."""
+        now = _utc(now)
+        acting = col(ActionRequest.state).in_([RequestState.APPROVED.value, RequestState.RESTORING.value])
+        due = sa.or_(col(ActionRequest.deadline_at).is_(None), col(ActionRequest.deadline_at) <= now)
+        query = (
+            select(ActionRequest)
+            .where(sa.or_(ActionRequest.state == RequestState.UNCERTAIN.value, sa.and_(acting, due)))
+            .order_by(col(ActionRequest.updated_at), col(ActionRequest.id))
+        )
+        with self._session() as session:
+            return list(session.exec(query).all())
+
+    # -- the Slack message as desired state --
+
+    def messages_due(self, now: datetime, changed_since: datetime, limit: int = 100) -> list[ActionRequest]:
+        """Requests whose message does not show their current ``version`` yet, changed at or
+        after ``changed_since``, whose retry time (``sync_due_at``) has come and that no sync
+        holds (``sync_lease_until``), oldest change first, at most ``limit``."""
+        now, since = _utc(now), _utc(changed_since, "changed_since")
+        r = ActionRequest
+        query = (
+            select(r)
+            .where(
+                sa.or_(col(r.shown_version).is_(None), col(r.shown_version) != col(r.version)),
+                col(r.updated_at) >= since,
+                sa.or_(col(r.sync_due_at).is_(None), col(r.sync_due_at) <= now),
+                sa.or_(col(r.sync_lease_until).is_(None), col(r.sync_lease_until) <= now),
+            )
+            .order_by(col(r.updated_at), col(r.id))
+            .limit(limit)
+        )
+        with self._session() as session:
+            return list(session.exec(query).all())
+
+    def claim_message(self, request_id: int, now: datetime, lease_seconds: float) -> ActionRequest | None:
+        """Hold the request's message for ``lease_seconds`` so that only this caller writes it
+        (two writers could leave an older rendering last). Returns the request as it is now, or
+        None when another caller holds it (or there is no such request). Changes neither
+        ``version`` nor ``updated_at``."""
+        now = _utc(now)
+        table = ActionRequest.__table__
+        free = sa.or_(table.c.sync_lease_until.is_(None), table.c.sync_lease_until <= now)
+        statement = (
+            sa.update(table)
+            .where(table.c.id == request_id, free)
+            .values(sync_lease_until=now + timedelta(seconds=lease_seconds))
+        )
+        with self._session() as session, session.begin():
+            if session.connection().execute(statement).rowcount != 1:
+                return None
+            return session.get(ActionRequest, request_id)
+
+    def message_posting(self, request_id: int, now: datetime) -> None:
+        """Record that a first post of the request's message is about to be sent (kept when one
+        was already recorded: the earliest attempt bounds the search for a post whose answer was
+        lost)."""
+        table = ActionRequest.__table__
+        with self._session() as session, session.begin():
+            session.connection().execute(
+                sa.update(table)
+                .where(table.c.id == request_id, table.c.post_started_at.is_(None))
+                .values(post_started_at=_utc(now))
+            )
+
+    def message_shown(
+        self, request_id: int, version: int, now: datetime, *, channel: str | None = None, ts: str | None = None,
+        found: bool = False,
+    ) -> None:
+        """The channel now shows ``version`` of the request: record it, clear the retry state and
+        release the hold. With ``channel`` and ``ts`` the message was just posted (audited as
+        ``posted``), or with ``found`` found where an earlier post whose answer was lost put it
+        (audited as ``post-found``). Changes neither ``version`` nor ``updated_at``."""
+        now = _utc(now)
+        table = ActionRequest.__table__
+        values: dict[str, Any] = dict(shown_version=version, sync_failures=0, sync_due_at=None, sync_lease_until=None)
+        if channel and ts:
+            values.update(channel=channel, message_ts=ts)
+        with self._session() as session, session.begin():
+            session.connection().execute(sa.update(table).where(table.c.id == request_id).values(**values))
+            if channel and ts:
+                session.add(
+                    AuditEvent(
+                        request_id=request_id, at=now, actor=SYSTEM_ACTOR, event="post-found" if found else "posted",
+                        detail_json=_detail_json({"channel": channel, "ts": ts}),
+                    )
+                )
+
+    def message_failed(self, request_id: int, retry_at: datetime) -> int:
+        """Writing the message failed: count it, retry at ``retry_at`` (aware UTC) and release the
+        hold. Returns the failures so far (0 when there is no such request)."""
+        table = ActionRequest.__table__
+        with self._session() as session, session.begin():
+            session.connection().execute(
+                sa.update(table)
+                .where(table.c.id == request_id)
+                .values(
+                    sync_failures=table.c.sync_failures + 1,
+                    sync_due_at=_utc(retry_at, "retry_at"),
+                    sync_lease_until=None,
+                )
+            )
+            failures = session.connection().execute(
+                sa.select(table.c.sync_failures).where(table.c.id == request_id)
+            ).scalar()
+        return int(failures or 0)
 
     # -- audit --
 
@@ -942,7 +1116,9 @@ class Store:
             ).first()
 
     def get_alert(self, alert_id: int) -> AlertRecord | None:
-        """The alert with this id, or None."""
+        """The alert with this id, or None (also for an id no database column can hold)."""
+        if not valid_id(alert_id):
+            return None
         with self._session() as session:
             return session.get(AlertRecord, alert_id)
 
@@ -959,6 +1135,8 @@ class Store:
         ``alert-snoozed`` (by ``actor``, a Slack user id), in one transaction. Returns the updated
         alert, or None (writing nothing) when there is no alert ``alert_id``. Raises ValueError for
         naive datetimes."""
+        if not valid_id(alert_id):
+            return None
         now = _utc(now)
         until = _utc(until, "until")
         with self._session() as session, session.begin():
@@ -1155,6 +1333,9 @@ def _create_engine(url: sa.URL, *, echo: bool) -> Engine:
         return sa.create_engine(
             url,
             echo=echo,
+            # A database host that does not answer must fail a press in seconds ("not recorded,
+            # press again"), not after the kernel's TCP connect timeout of minutes.
+            connect_args={"connect_timeout": 10} if url.get_driver_name() == "psycopg2" else {},
             pool_size=5,
             max_overflow=5,
             pool_timeout=30,

@@ -140,6 +140,7 @@ def _rss_mb(field: str) -> float:
 def child(kind: str, n: int, path: str) -> dict:
     """One measurement in a fresh process: seconds and growth of peak RSS in MB."""
     import kubernetes.client
+
     from actions.sources.kubeobjects import decode_pod_page
     from actions.sources.kubernetes import KubernetesSource
 
@@ -187,8 +188,16 @@ def measure(kind: str, n: int, path: str, repeat: int) -> dict:
 def idle_inputs(data: bytes):
     """A snapshot and telemetry for the GPU pods of ``data``: Notebooks and admitted Workloads for
     their owners, H100 nodes, one telemetry series per GPU; half of the consumers idle."""
-    from actions.model import (CapacityType, ClusterSnapshot, GpuTelemetry, Node, Notebook, OwnerRef,
-                               TelemetrySnapshot, Workload)
+    from actions.model import (
+        CapacityType,
+        ClusterSnapshot,
+        GpuTelemetry,
+        Node,
+        Notebook,
+        OwnerRef,
+        TelemetrySnapshot,
+        Workload,
+    )
     from actions.sources.kubeobjects import decode_pod_page
 
     long_ago = NOW - timedelta(days=1)

@@ -1,35 +1,82 @@
-"""The ``gpu-cost-bot`` command line (typer)."""
+"""The ``gpu-cost-bot`` command line (typer).
+
+Every command answers bad input and services it cannot reach with one or two lines on stderr
+(``--verbose`` adds the traceback), and exits with:
+
+- 0: the answer is whole;
+- 1: a service (Prometheus, the Kubernetes API, the database, AWS) could not be used;
+- 2: the input (arguments, configuration, a file given) is wrong;
+- 3: answered, but the data was incomplete (the warnings on stderr, and in ``--json``, say what
+  is missing).
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import sys
+import traceback
 from datetime import datetime
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import typer
 
-from actions.model import format_time, parse_time, to_jsonable
-from bot.settings import ConfigError, Settings, load_settings
+from actions.model import format_time, parse_time, to_jsonable, utc_now
+from bot.chat.failures import UNAVAILABLE, USAGE, explain
+from bot.settings import Settings, load_settings
+from bot.settings.model import http_url
+
+INCOMPLETE = 3
+"""Exit code: answered, but the data was incomplete."""
 
 app = typer.Typer(
-    help="gpu-cost-bot: finds idle GPUs on Kubernetes, asks in chat before stopping them, says what GPUs cost.",
+    help="gpu-cost-bot: finds idle GPUs on Kubernetes, asks in chat before stopping them, says what GPUs cost. "
+    "Exit codes: 0 whole answer, 1 a service could not be reached, 2 bad input or configuration, "
+    "3 answered with incomplete data.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # Plain usage errors: one line a terminal or a log keeps whole, not a box that wraps it.
+    rich_markup_mode=None,
 )
 
 ConfigOpt = typer.Option(None, "--config", "-c", help="YAML config file (default: built-in defaults)")
+_verbose = {"on": False}
 
 
-def _settings(config: Optional[Path]) -> Settings:
-    try:
-        return load_settings(config)
-    except ConfigError as e:
-        typer.echo(f"configuration error:\n{e}", err=True)
-        raise typer.Exit(2)
+def _explained(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Run ``command``; an error it raises becomes one or two lines on stderr and the exit code
+    of :func:`bot.chat.failures.explain` (with the traceback under ``--verbose``)."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except (typer.Exit, typer.Abort, typer.TyperException, KeyboardInterrupt):
+            raise  # typer's own usage errors and exits already speak for themselves
+        except Exception as e:  # noqa: BLE001 - every failure ends as words and an exit code
+            said = explain(e)
+            if _verbose["on"]:
+                traceback.print_exc(file=sys.stderr)
+            typer.echo(f"error: {said.message}", err=True)
+            raise typer.Exit(said.exit_code) from None
+
+    return run
+
+
+def _settings(config: Optional[Path], prometheus_url: Optional[str] = None) -> Settings:
+    """The settings of ``config`` (raises ConfigError), with ``--prometheus-url`` checked and
+    applied over them."""
+    s = load_settings(config)
+    if prometheus_url:
+        try:
+            s.prometheus.url = http_url(prometheus_url, "http://localhost:9090")
+        except ValueError as e:
+            raise typer.BadParameter(str(e), param_hint="--prometheus-url") from None
+    return s
 
 
 def _at(value: Optional[str]) -> datetime | None:
@@ -41,9 +88,77 @@ def _at(value: Optional[str]) -> datetime | None:
         raise typer.BadParameter(f"{value!r} is not RFC 3339; write it like 2026-11-20T12:00:00Z", param_hint="--at")
 
 
+def _warn(warnings: tuple[str, ...] | list[str]) -> None:
+    for w in warnings:
+        typer.echo(f"warning: {w}", err=True)
+
+
+def _probe(what: str, probe: Callable[[], str]) -> tuple[str, int]:
+    """``(line, exit code)``: what ``probe`` found (0), or why it failed and the failure's exit
+    code, after ``what``."""
+    try:
+        return f"{what}: {probe()}", 0
+    except Exception as e:  # noqa: BLE001 - one unreachable service must not hide the others
+        said = explain(e)
+        return f"{what}: FAILED: {said.message}", said.exit_code
+
+
+def _prometheus_holds(s: Settings) -> str:
+    from actions.sources.prometheus import ENGINE_ACTIVE, GPU_UTIL, POWER_USAGE, PrometheusApi, series_counts
+
+    api = PrometheusApi(s.prometheus.url, s.prometheus_headers(), verify_tls=s.prometheus.verify_tls,
+                        timeout_seconds=s.prometheus.timeout_seconds, attempts=1)
+    n = series_counts(api, utc_now())
+    held = (
+        f"DCGM {n[ENGINE_ACTIVE]} {ENGINE_ACTIVE}, {n[GPU_UTIL]} {GPU_UTIL}, {n[POWER_USAGE]} {POWER_USAGE}; "
+        f"kube-state-metrics {n['kube_pod_info']} kube_pod_info, {n['kube_node_labels']} kube_node_labels, "
+        f"{n['kube_namespace_labels']} kube_namespace_labels"
+    )
+    missing = []
+    if not (n[ENGINE_ACTIVE] or n[GPU_UTIL]) or not n[POWER_USAGE]:
+        missing.append("no DCGM activity or power series: install dcgm-exporter and let Prometheus scrape it")
+    if not n["kube_pod_info"]:
+        missing.append("no kube-state-metrics series: install kube-state-metrics (reports need it)")
+    return held + "".join(f"\n  missing: {m}" for m in missing)
+
+
+def _kubernetes_holds(s: Settings) -> str:
+    from actions.sources.kubernetes import KubernetesSource, load_kube_config
+
+    api = load_kube_config(s.kubernetes.kubeconfig, s.kubernetes.context)
+    k = s.kubernetes
+    snap = KubernetesSource(api, page_size=k.page_size, timeout_seconds=k.timeout_seconds).snapshot(utc_now())
+    gpu_nodes = [n for n in snap.nodes.values() if n.gpu_capacity]
+    kueue = f"Kueue {snap.workload_api_version} ({len(snap.workloads)} Workloads)" if snap.workload_api_version else "no Kueue"
+    return (
+        f"{api.configuration.host}: {len(gpu_nodes)} GPU node(s) with {sum(n.gpu_capacity for n in gpu_nodes)} GPUs, "
+        f"{len(snap.pods)} GPU pod(s), {len(snap.notebooks)} Notebook(s), {kueue}"
+    )
+
+
+def _database_holds(s: Settings) -> str:
+    from actions.store import Store
+
+    store = Store(s.database_url)
+    if store.url.get_backend_name() == "sqlite" and store.url.database and not Path(store.url.database).exists():
+        return f"{store.url.database} does not exist yet; `gpu-cost-bot migrate` (or `run`) creates it"
+    try:
+        applied, newest = store.schema_status()
+    finally:
+        store.close()
+    if applied == newest:
+        return f"{store.url.render_as_string(hide_password=True)}: schema at {applied}, the newest"
+    return (f"{store.url.render_as_string(hide_password=True)}: schema at {applied or 'nothing'}, newest {newest}; "
+            "`gpu-cost-bot migrate` (or `run`) brings it up")
+
+
 @app.command()
-def check(config: Optional[Path] = ConfigOpt) -> None:
-    """Validate a config file and say precisely what is wrong."""
+def check(
+    config: Optional[Path] = ConfigOpt,
+    connect: bool = typer.Option(False, "--connect", help="also reach Prometheus, the Kubernetes API and the database"),
+) -> None:
+    """Validate a config file and say precisely what is wrong; with --connect, say what each
+    service holds."""
     s = _settings(config)
     problems = []
     if s.slack.mode == "socket" and not s.slack_app_token:
@@ -60,6 +175,21 @@ def check(config: Optional[Path] = ConfigOpt) -> None:
     typer.echo(f"config OK: {len(s.teams)} team(s), dry_run={s.dry_run}, database {s.database_url.split('://')[0]}")
     for p in problems:
         typer.echo(f"warning: {p}")
+    if not connect:
+        return
+    results = [
+        _probe(f"Prometheus at {s.prometheus.url}", lambda: _prometheus_holds(s)),
+        _probe("Kubernetes API", lambda: _kubernetes_holds(s)),
+        _probe("database", lambda: _database_holds(s)),
+    ]
+    for line, _ in results:
+        typer.echo(line)
+    codes = {code for _, code in results}
+    for code in (USAGE, UNAVAILABLE):  # a wrong setting first: fixing it may fix the rest
+        if code in codes:
+            raise typer.Exit(code)
+    if any("\n  missing:" in line for line, _ in results):
+        raise typer.Exit(INCOMPLETE)
 
 
 @app.command()
@@ -67,67 +197,91 @@ def sweep(
     config: Optional[Path] = ConfigOpt,
     once: bool = typer.Option(False, "--once", help="run one sweep and exit"),
     dry_run: bool = typer.Option(False, "--dry-run", help="never patch the cluster"),
-    as_json: bool = typer.Option(False, "--json", help="print the findings as JSON and post nothing"),
+    as_json: bool = typer.Option(False, "--json", help="with --once: print the findings as JSON and post nothing"),
     prometheus_url: Optional[str] = typer.Option(None, help="overrides prometheus.url"),
     cluster_state: Optional[Path] = typer.Option(
         None, help="a `kubectl get pods,nodes,statefulsets,deployments,workloads.kueue.x-k8s.io,"
         "notebooks.kubeflow.org -A -o json` dump to read instead of the live API"
     ),
     telemetry: Optional[Path] = typer.Option(None, help="a telemetry recording to replay instead of Prometheus"),
-    at: Optional[str] = typer.Option(None, help="evaluate at this RFC 3339 instant (default: now)"),
+    at: Optional[str] = typer.Option(None, help="with --once: evaluate at this RFC 3339 instant (default: now)"),
 ) -> None:
-    """Find idle GPU consumers. With --json, print them; otherwise record and post proposals."""
-    from bot.approvals import Approvals
-    from bot.runtime import utc_now
-    from bot.wiring import build_runtime, cluster_access, price_book, telemetry_source
+    """Find idle GPU consumers. With --json, print them; otherwise record and post proposals.
+    Without --once, sweep every sweep.interval_seconds until stopped."""
+    from bot import wiring
 
-    s = _settings(config)
-    if prometheus_url:
-        s.prometheus.url = prometheus_url
+    if not once and (as_json or at):
+        used = " and ".join(o for o, on in (("--json", as_json), ("--at", at)) if on)
+        raise typer.BadParameter(
+            f"{used} need --once: without it the bot sweeps every sweep.interval_seconds and posts proposals. "
+            "Write `gpu-cost-bot sweep --once --json`", param_hint="--once",
+        )
+    s = _settings(config, prometheus_url)
     if dry_run:
         s.dry_run = True
     when = _at(at) or utc_now()
     if not once:
-        from bot.scheduler import run_sweeps_forever
+        from bot.jobs.scheduler import run_jobs_forever
 
-        run_sweeps_forever(build_runtime(s, cluster_state=cluster_state, telemetry_file=telemetry), s)
+        rt = wiring.build_runtime(s, cluster_state=cluster_state, telemetry_file=telemetry)
+        run_jobs_forever(rt.store, wiring.scheduled_jobs(rt, s), s.leader_election, s.kubernetes)
         return
     if as_json:
-        from actions.idle import detect_idle
-
-        reader, _ = cluster_access(s, cluster_state)
-        findings = detect_idle(
-            reader.snapshot(when),
-            telemetry_source(s, telemetry).fetch(when, s.policy),
-            price_book(s),
-            s.policy,
-            s.team_directory(),
-            when,
-        )
-        typer.echo(json.dumps([to_jsonable(f) for f in findings], indent=2))
+        found = wiring.detect_only(s, cluster_state, telemetry).detection(when)
+        _warn(found.warnings)
+        typer.echo(json.dumps(
+            {"at": format_time(when), "findings": [to_jsonable(f) for f in found.findings], "warnings": list(found.warnings)},
+            indent=2,
+        ))
+        if found.warnings:
+            raise typer.Exit(INCOMPLETE)
         return
-    rt = build_runtime(s, cluster_state=cluster_state, telemetry_file=telemetry, clock=lambda: when)
-    counts = Approvals(rt).reconcile(rt.find_idle(when), when)
-    typer.echo(f"sweep at {format_time(when)}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    rt = wiring.build_runtime(s, cluster_state=cluster_state, telemetry_file=telemetry, clock=lambda: when)
+    outcome = wiring.sweep_for(rt).run(when)
+    typer.echo(f"sweep at {format_time(when)}: " + ", ".join(f"{k} {v}" for k, v in outcome.counts.items()))
+    _warn(outcome.warnings)
+    if outcome.warnings:
+        raise typer.Exit(INCOMPLETE)
 
 
 @app.command()
 def estimate(
-    text: list[str] = typer.Argument(..., help="e.g. 16 a100 1w  |  8 h100 for 3 days  |  4 gpus 10h at $3/hr"),
-    as_json: bool = typer.Option(False, "--json", help="print the estimate as JSON"),
+    text: list[str] = typer.Argument(
+        ...,
+        help="the request as you would say it, e.g. 16 h100 for a week | 2 nodes of p4d for 3 days | "
+        "'4 gpus 10h at $3/hr' (in single quotes when it holds a dollar sign or a question mark)",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="print the estimate as JSON (one object per model under options)"),
     config: Optional[Path] = ConfigOpt,
 ) -> None:
-    """What N GPUs for a while cost: on-demand, spot, and spot adjusted for interruptions."""
+    """What GPUs for a while would cost, on-demand beside spot (and spot adjusted for
+    interruptions), with the source of every price.
+
+    \b
+    gpu-cost-bot estimate 16 h100 for a week
+    gpu-cost-bot estimate 'what would 16 gpus for a week cost?'
+    gpu-cost-bot estimate 2 nodes of p4d for 3 days on spot
+    gpu-cost-bot estimate 1000 gpu-hours of a100-40gb
+    gpu-cost-bot estimate '4 gpus 10h at $3/hr'
+
+    Without a GPU model or a price, common models are compared side by side. A request that
+    cannot be priced gets what was read, what is wrong and an example on stderr, and exit code 2.
+    """
+    import shlex
+
     from actions.estimate import EstimateInputError, compute_estimate, estimate_to_jsonable, parse_estimate
-    from bot.commands.estimate import estimate_text
-    from bot.wiring import price_book
+    from bot.chat.commands.estimate import estimate_text
+    from bot.jobs.prices import price_book
 
     prices = price_book(_settings(config))
     try:
-        est = compute_estimate(parse_estimate(" ".join(text)), prices)
+        est = compute_estimate(parse_estimate(" ".join(text), prices), prices)
     except EstimateInputError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2)
+        read = f" (I read: {e.understood})" if e.understood else ""
+        typer.echo(f"error: {e.problem}{read}", err=True)
+        # Quoted as a shell needs it, so a $ in the example survives being pasted.
+        typer.echo("write it like: " + " or ".join(f"gpu-cost-bot estimate {shlex.quote(x)}" for x in e.examples), err=True)
+        raise typer.Exit(USAGE)
     typer.echo(json.dumps(estimate_to_jsonable(est), indent=2) if as_json else estimate_text(est))
 
 
@@ -147,45 +301,45 @@ def report(
     """GPU-hours and USD per team from Prometheus history: the chargeback report and its chart."""
     from actions.cost import PeriodError, parse_period
     from actions.cost import to_jsonable as report_jsonable
-    from actions.sources.prometheus import TelemetryError
-    from bot.chart import cost_chart_png
-    from bot.commands.cost import all_teams_message, team_message
-    from bot.console import to_text
-    from bot.reports import build_report
-    from bot.runtime import utc_now
-    from bot.wiring import cluster_access, cost_setup, price_book
+    from actions.reporting import build_report
+    from bot.chat.chart import cost_chart_png
+    from bot.chat.commands.cost import all_teams_message, team_message
+    from bot.chat.console import to_text
+    from bot.jobs.prices import price_book
+    from bot.wiring import cluster_access, cost_setup
 
-    s = _settings(config)
-    if prometheus_url:
-        s.prometheus.url = prometheus_url
+    if png is not None and not png.parent.is_dir():
+        raise typer.BadParameter(f"the folder {png.parent} does not exist; create it or write the chart elsewhere", param_hint="--png")
+    s = _settings(config, prometheus_url)
     setup = cost_setup(s)
     try:
         start, end = parse_period(period, _at(at) or utc_now(), setup.timezone)
     except PeriodError as e:
         raise typer.BadParameter(str(e), param_hint="--period")
-    try:
-        built = build_report(
-            setup, price_book(s), s.team_directory(), s.policy, start, end,
-            api_nodes=lambda: cluster_access(s, cluster_state)[0].snapshot(end).nodes,
-        )
-    except TelemetryError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(1)
+    built = build_report(
+        setup, price_book(s), s.team_directory(), s.policy, start, end,
+        api_nodes=lambda: cluster_access(s, cluster_state)[0].snapshot(end).nodes,
+    )
     chosen = None
     if team is not None:
         chosen = built.teams.get(team)
         if chosen is None:
             typer.echo(f"error: no team {team!r} in this period; teams: {', '.join(sorted(built.teams))}", err=True)
-            raise typer.Exit(2)
+            raise typer.Exit(USAGE)
         chosen = dataclasses.replace(chosen, notes=chosen.notes + built.notes)
     if png is not None:
         cost_chart_png(chosen or built, png)
     if as_json:
-        typer.echo(json.dumps(report_jsonable(chosen or built), indent=2))
+        data = report_jsonable(chosen or built)
+        data["warnings"] = list(built.warnings)
+        typer.echo(json.dumps(data, indent=2))
     elif chosen is not None:
         typer.echo(to_text(team_message(chosen, spot_ratio_target=setup.spot_ratio_target)))
     else:
         typer.echo(to_text(all_teams_message(built)))
+    _warn(built.warnings)
+    if built.warnings:
+        raise typer.Exit(INCOMPLETE)
 
 
 @app.command()
@@ -205,19 +359,25 @@ def run(
     dry_run: bool = typer.Option(False, "--dry-run", help="never patch the cluster"),
     cluster_state: Optional[Path] = typer.Option(None, help="read a kubectl dump instead of the live API"),
     telemetry: Optional[Path] = typer.Option(None, help="replay a telemetry recording instead of Prometheus"),
+    user: str = typer.Option(
+        "UCONSOLE", help="with --chat console: the Slack user id you act as (an approver from the config may approve)"
+    ),
 ) -> None:
     """Run the bot: scheduled sweeps plus the chat (Slack Socket Mode or HTTP, or the console)."""
-    from bot import logs
-    from bot.serve import serve
+    from bot.service import logs
+    from bot.wiring import serve
 
+    if chat not in ("slack", "console"):
+        raise typer.BadParameter(f"{chat!r} is not a chat; use slack or console", param_hint="--chat")
     s = _settings(config)
     if dry_run:
         s.dry_run = True
-    if chat not in ("slack", "console"):
-        raise typer.BadParameter("use slack or console", param_hint="--chat")
-    # On the console the prompt shares the terminal, so lines stay short text there.
-    logs.setup("text" if chat == "console" else s.server.log_format, s.server.log_level)
-    serve(s, chat=chat, cluster_state=cluster_state, telemetry_file=telemetry)
+    if chat == "console":
+        # The prompt shares the terminal: only what needs a reader's attention, as short text.
+        logs.setup("text", "DEBUG" if _verbose["on"] else "WARNING")
+    else:
+        logs.setup(s.server.log_format, s.server.log_level)
+    serve(s, chat=chat, cluster_state=cluster_state, telemetry_file=telemetry, user=user)
 
 
 @app.command()
@@ -230,9 +390,31 @@ def demo(
     run_demo(interactive=interactive, out=sys.stdout)
 
 
+def _version(show: bool) -> None:
+    if show:
+        try:
+            typer.echo(f"gpu-cost-bot {version('gpu-cost-bot')}")
+        except PackageNotFoundError:
+            typer.echo("gpu-cost-bot (not installed as a package)")
+        raise typer.Exit()
+
+
 @app.callback()
-def _main(verbose: bool = typer.Option(False, "--verbose", "-v", help="log debug output")) -> None:
+def _main(
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="log debug output and show tracebacks"),
+    show_version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="print the version and exit"),
+) -> None:
+    _verbose["on"] = verbose
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+
+
+# Every command speaks in words and exit codes, never a traceback (see the module docstring).
+for _command in app.registered_commands:
+    _command.callback = _explained(_command.callback)
+
+
+if __name__ == "__main__":
+    app()

@@ -16,10 +16,10 @@ from typing import Callable, TextIO
 
 from actions.model import format_time
 from actions.policy import Team
-from bot.console import ConsoleChat, ConsoleSession
-from bot.runtime import Runtime
+from bot.chat.console import ConsoleChat, ConsoleSession
+from bot.chat.runtime import Runtime
 from bot.settings import Settings
-from bot.wiring import build_runtime
+from bot.wiring import build_runtime, sweep_for
 
 DEMO_DATA = Path(__file__).parent / "demo_data"
 SWEEP_AT = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
@@ -55,7 +55,7 @@ def demo_runtime(database_url: str, out: TextIO, clock: Callable[[], datetime]) 
     """The demo's runtime: recorded cluster and telemetry, console chat, the given database."""
     return build_runtime(
         demo_settings(database_url),
-        chat=ConsoleChat(out),
+        chat=ConsoleChat(out, clock=clock),
         cluster_state=DEMO_DATA / "cluster.json",
         telemetry_file=DEMO_DATA / "telemetry.json",
         clock=clock,
@@ -69,8 +69,6 @@ def _gpu_pods(rt: Runtime, now: datetime) -> str:
 
 def run_demo(*, interactive: bool, out: TextIO, database_dir: str | None = None) -> Runtime:
     """Play the loop and print every step. Returns the runtime so tests can inspect the result."""
-    from bot.approvals import Approvals
-
     tmp = database_dir or tempfile.mkdtemp(prefix="gpu-cost-bot-demo-")
     clock = DemoClock(SWEEP_AT)
     rt = demo_runtime(f"sqlite:///{Path(tmp) / 'demo.db'}", out, clock)
@@ -85,7 +83,8 @@ def run_demo(*, interactive: bool, out: TextIO, database_dir: str | None = None)
     )
     say(f"GPU pods running: {_gpu_pods(rt, clock.now)}")
     say("Idle sweep (1 h window: engine activity and power must both say idle)")
-    counts = Approvals(rt).reconcile(rt.find_idle(clock.now), clock.now)
+    sweep = sweep_for(rt)
+    counts = sweep.run(clock.now).counts
     say(f"Sweep done: {counts['proposed']} proposal(s). Busy notebooks, training, and serving at GPU_UTIL 0% "
         "but ~220 W were left alone.")
     proposals = rt.store.list_requests(states=["proposed"])
@@ -126,7 +125,7 @@ def run_demo(*, interactive: bool, out: TextIO, database_dir: str | None = None)
 
     clock.advance(5)
     say("Next sweep: the restarted notebook is inside its warm-up, so nothing new is proposed")
-    Approvals(rt).reconcile(rt.find_idle(clock.now), clock.now)
+    sweep.run(clock.now)
 
     say(f"Audit log of request #{req.id}:")
     for e in rt.store.events(req.id):

@@ -1,53 +1,95 @@
-"""Assembles a :class:`~bot.runtime.Runtime` from settings and command-line choices.
+"""Assembles the bot from settings and command-line choices.
 
-The only module that knows which concrete source, writer and chat go together: a live cluster
-or a kubectl dump, Prometheus or a telemetry recording, Slack or the console.
+The only module that knows which concrete parts go together: a live cluster or a kubectl dump,
+Prometheus or a telemetry recording, Slack or the console, and which jobs run on what. Everything
+it builds is handed down; nothing below it reads settings for itself.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
-from datetime import datetime
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, TextIO
+from typing import Any, TextIO
 
-from actions.executors import InMemoryCluster, KubernetesWriter
+from apscheduler.triggers.interval import IntervalTrigger
+
+from actions.detection import Detection
+from actions.executors import KubernetesWriter, RoutingWriter
+from actions.executors.jupyterhub import HubClient, HubWriter
+from actions.in_memory_cluster import InMemoryCluster
+from actions.model import utc_now
+from actions.reporting import CostSetup
+from actions.sources.kubectl_dump import read_kubectl_dump
 from actions.sources.kubernetes import KubernetesSource, load_kube_config
 from actions.sources.prometheus import PrometheusTelemetry
+from actions.sources.prometheus_kueue import KueueMetrics
 from actions.sources.prometheus_usage import PrometheusUsage
 from actions.sources.recorded import RecordedTelemetry
 from actions.store import Store
 from bot.chat import Chat
-from bot.console import ConsoleChat
-from bot.live_prices import ReloadingPriceBook, price_book
-from bot.reports import CostSetup
-from bot.metrics import BotMetrics
-from bot.runtime import Runtime, utc_now
+from bot.chat.auto import AutoActions
+from bot.chat.console import ConsoleChat, ConsoleSession
+from bot.chat.messages import MessageSync
+from bot.chat.proposals import Proposals
+from bot.chat.runtime import ActionTimeouts, Runtime, detect_with
+from bot.chat.slack.app import SlackWork, build_app
+from bot.chat.slack.front import SocketModeConnection, events_route
+from bot.chat.slack.web import SlackChat, UserGroups, web_client
+from bot.jobs import alerts, digests, prices, sweep
+from bot.jobs.scheduler import BackgroundJobs, ScheduledJob, start_background
+from bot.service.http import HttpOptions
+from bot.service.leader import replica_identity
+from bot.service.metrics import BotMetrics
+from bot.service.process import Process, exit_now, run_until_signalled
+from bot.service.work import Periodic, WorkerPool
 from bot.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+# --- sources -------------------------------------------------------------------------------------
+
+
+def _prometheus(settings: Settings) -> dict[str, Any]:
+    """The connection options every Prometheus reader shares: URL, headers (with the bearer
+    token), TLS verification."""
+    return {
+        "url": settings.prometheus.url,
+        "headers": settings.prometheus_headers(),
+        "verify_tls": settings.prometheus.verify_tls,
+    }
 
 
 def telemetry_source(settings: Settings, telemetry_file: str | Path | None = None):
     """A telemetry recording when one is given, else the configured Prometheus."""
     if telemetry_file:
         return RecordedTelemetry.from_file(telemetry_file)
+    p = _prometheus(settings)
     return PrometheusTelemetry(
-        settings.prometheus.url,
-        settings.prometheus_headers(),
-        verify_tls=settings.prometheus.verify_tls,
-        timeout_seconds=settings.prometheus.timeout_seconds,
+        p["url"], p["headers"], verify_tls=p["verify_tls"], timeout_seconds=settings.prometheus.timeout_seconds
+    )
+
+
+def kueue_metrics(settings: Settings) -> KueueMetrics:
+    """The admission-wait and spot-ratio reader for the configured Prometheus."""
+    p = _prometheus(settings)
+    return KueueMetrics(
+        p["url"], p["headers"], verify_tls=p["verify_tls"], timeout_seconds=settings.prometheus.timeout_seconds
     )
 
 
 def cost_setup(settings: Settings) -> CostSetup:
     """Cost reports from the configured Prometheus's kube-state-metrics and DCGM history, with
     the ``costs`` settings (team label, top consumers, time zone)."""
+    p = _prometheus(settings)
     return CostSetup(
         usage=PrometheusUsage(
-            settings.prometheus.url,
-            settings.prometheus_headers(),
-            verify_tls=settings.prometheus.verify_tls,
-            timeout_seconds=settings.costs.query_timeout_seconds,
-            team_label=settings.costs.team_label,
+            p["url"], p["headers"], verify_tls=p["verify_tls"],
+            timeout_seconds=settings.costs.query_timeout_seconds, team_label=settings.costs.team_label,
         ),
         team_label=settings.costs.team_label,
         top_consumers=settings.costs.top_consumers,
@@ -56,14 +98,42 @@ def cost_setup(settings: Settings) -> CostSetup:
     )
 
 
-def cluster_access(settings: Settings, cluster_state: str | Path | None, taken_at: datetime | None = None):
+def hub_writer(settings: Settings) -> HubWriter | None:
+    """The configured JupyterHubs (``jupyterhub.hubs``), each with the token its ``token_env``
+    holds; None without any. Raises SystemExit naming a token variable that is not set."""
+    cfg = settings.jupyterhub
+    if not cfg.hubs:
+        return None
+    clients = {}
+    for hub in cfg.hubs:
+        token = os.environ.get(hub.token_env)
+        if not token:
+            raise SystemExit(
+                f"jupyterhub.hubs: {hub.token_env} is not set; it holds the Hub token (scope servers) for {hub.namespace}"
+            )
+        clients[hub.namespace] = HubClient(
+            hub.api_url, token, timeout_seconds=cfg.timeout_seconds, settle_seconds=cfg.settle_seconds
+        )
+    return HubWriter(clients)
+
+
+def cluster_access(settings: Settings, cluster_state: str | Path | None):
     """(reader, writer): an in-memory cluster from a kubectl dump when ``cluster_state`` is
-    given (patches then change only that copy), else the live API server."""
+    given (patches then change only that copy), else the live API server; JupyterHub servers go
+    to the configured Hubs either way."""
+    hubs = hub_writer(settings)
     if cluster_state:
-        cluster = InMemoryCluster.from_kubectl_dump(Path(cluster_state).read_bytes())
-        return cluster, cluster
+        cluster = InMemoryCluster.from_kubectl_dump(read_kubectl_dump(cluster_state))
+        return cluster, RoutingWriter(cluster, hubs)
     api = load_kube_config(settings.kubernetes.kubeconfig, settings.kubernetes.context)
-    return KubernetesSource(api, page_size=settings.kubernetes.page_size), KubernetesWriter(api)
+    k = settings.kubernetes
+    return (
+        KubernetesSource(api, page_size=k.page_size, timeout_seconds=k.timeout_seconds),
+        RoutingWriter(KubernetesWriter(api, timeout_seconds=k.timeout_seconds), hubs),
+    )
+
+
+# --- the runtime -----------------------------------------------------------------------------------
 
 
 def build_runtime(
@@ -84,13 +154,15 @@ def build_runtime(
     if migrate:
         store.migrate()
     reader, writer = cluster_access(settings, cluster_state)
+    aws = settings.prices.aws
+    k = settings.kubernetes
     return Runtime(
         store=store,
         chat=chat or ConsoleChat(out or sys.stdout),
         cluster=reader,
         telemetry=telemetry_source(settings, telemetry_file),
         writer=writer,
-        prices=ReloadingPriceBook(settings, store, clock) if settings.prices.aws.enabled else price_book(settings),
+        prices=prices.ReloadingPriceBook(settings, store, clock) if aws.enabled else prices.price_book(settings),
         teams=settings.team_directory(),
         policy=settings.policy,
         dry_run=settings.dry_run,
@@ -98,4 +170,208 @@ def build_runtime(
         group_members=group_members or (lambda group: set()),
         metrics=metrics,
         costs=cost_setup(settings),
+        timeouts=ActionTimeouts(
+            recheck=settings.actions.recheck_timeout_seconds,
+            # The writer's GET and PATCH, each bounded by the timeout, up to three times on conflicts.
+            apply=6 * k.timeout_seconds,
+            settle=settings.actions.settle_seconds,
+        ),
     )
+
+
+# --- the jobs --------------------------------------------------------------------------------------
+
+
+def detect_only(settings: Settings, cluster_state: str | Path | None, telemetry_file: str | Path | None) -> sweep.Sweep:
+    """A sweep that only detects (``sweep --json``): no database, no chat, nothing posted."""
+    reader, _ = cluster_access(settings, cluster_state)
+    telemetry = telemetry_source(settings, telemetry_file)
+    book, teams, policy = prices.price_book(settings), settings.team_directory(), settings.policy
+
+    def detection(now: datetime) -> Detection:
+        return detect_with(reader.snapshot(now), telemetry, book, policy, teams, now)
+
+    return sweep.Sweep(detection)
+
+
+def sweep_for(rt: Runtime) -> sweep.Sweep:
+    """The idle sweep over ``rt``: detection, then proposals in ``rt``'s store and chat."""
+    return sweep.Sweep(rt.detection, Proposals(rt), rt.metrics, rt.clock, AutoActions(rt))
+
+
+def alerts_for(rt: Runtime, settings: Settings, *, kueue: KueueMetrics | None = None) -> alerts.AlertsJob:
+    """The alerts job over ``rt``, with ``alerts`` and ``costs.timezone`` from ``settings``;
+    ``kueue`` reads the admission-wait p90 and the spot ratio (None: those alerts are skipped)."""
+    return alerts.AlertsJob(
+        store=rt.store, chat=rt.chat, teams=rt.teams, settings=settings.alerts,
+        read_queues=rt.read_queues, budgets=rt.team_budgets,
+        cost_report=rt.cost_report if rt.costs is not None else None,
+        kueue=kueue, timezone=settings.costs.timezone, clock=rt.clock,
+    )
+
+
+def digests_for(rt: Runtime, settings: Settings, *, holder: str | None = None) -> digests.DigestsJob:
+    """The digests job over ``rt``, claiming as ``holder`` (default: this replica's identity)."""
+    return digests.DigestsJob(
+        store=rt.store, chat=rt.chat, settings=settings, reports=rt.cost_report,
+        holder=holder or replica_identity(settings.leader_election), clock=rt.clock,
+    )
+
+
+def _every(seconds: float) -> IntervalTrigger:
+    return IntervalTrigger(seconds=seconds, timezone=timezone.utc)
+
+
+def scheduled_jobs(rt: Runtime, settings: Settings) -> list[ScheduledJob]:
+    """Every scheduled job this bot runs, in one place: the idle sweep, the alerts, the digests
+    (a frequent check; each team's digest fires at its own local time) and, when
+    ``prices.aws.enabled``, the live-price refresh."""
+    jobs = [
+        ScheduledJob(sweep.JOB_ID, _every(settings.sweep.interval_seconds), sweep_for(rt).scheduled, first_run_at_start=True),
+        ScheduledJob(alerts.JOB_ID, _every(settings.alerts.interval_seconds), alerts_for(rt, settings, kueue=kueue_metrics(settings)).scheduled),
+        ScheduledJob(digests.JOB_ID, _every(digests.DIGEST_CHECK_SECONDS), digests_for(rt, settings).scheduled),
+    ]
+    aws = settings.prices.aws
+    if aws.enabled:
+        def refresh(at: datetime) -> None:
+            prices.refresh_prices(rt.store, rt.prices, aws, at)
+
+        jobs.append(ScheduledJob(prices.JOB_ID, _every(aws.refresh_seconds), refresh, first_run_at_start=True))
+    return jobs
+
+
+def background_for(rt: Runtime, settings: Settings, jobs: Sequence[ScheduledJob] | None = None) -> BackgroundJobs:
+    """Start ``jobs`` (default :func:`scheduled_jobs`) on this replica's background threads, under
+    leader election when it is enabled."""
+    return start_background(
+        rt.store, scheduled_jobs(rt, settings) if jobs is None else jobs,
+        settings.leader_election, settings.kubernetes, rt.clock,
+    )
+
+
+# --- the process -----------------------------------------------------------------------------------
+
+
+def slack_work(settings: Settings, metrics: BotMetrics | None = None) -> SlackWork:
+    """The worker pools of the Slack listeners, sized by ``server``; ``metrics`` counts what
+    they refuse."""
+    s = settings.server
+    refused = metrics.work_refused_by if metrics is not None else None
+    return SlackWork(
+        commands=WorkerPool("commands", s.command_workers, s.command_queue, refused),
+        presses=WorkerPool("presses", s.press_workers, s.press_queue, refused),
+        replies=WorkerPool("replies", 2, 64),
+    )
+
+
+def housekeeping(rt: Runtime, settings: Settings) -> Callable[[], None]:
+    """One round of what every replica does every ``server.housekeeping_seconds``: settle actions
+    whose outcome is unknown, then write the messages that do not show their request's state."""
+    proposals = Proposals(rt)
+    messages = MessageSync(rt, recent_days=settings.slack.sync_recent_days)
+
+    def round_() -> None:
+        now = rt.clock()
+        settled = proposals.settle(now)
+        if set(settled) - {"waiting"}:
+            log.info("housekeeping: settled %s", settled)
+        synced = messages.sync_due(now)
+        if synced["synced"] or synced["failed"]:
+            log.info("housekeeping: messages %s", synced)
+
+    return round_
+
+
+def slack_process(
+    settings: Settings, rt: Runtime, bolt: Any, metrics: BotMetrics, *, host: str = "0.0.0.0",
+    work: SlackWork | None = None,
+) -> Process:
+    """The bot with Slack, not started: HTTP mode serves ``/slack/events`` on ``slack.http_port``,
+    Socket Mode connects with ``SLACK_APP_TOKEN``; the probes and metrics are on ``server.port``;
+    ``work`` (the listeners' pools) is cancelled by a shutdown. Raises SystemExit when the mode's
+    secret is missing."""
+    s = settings
+    proposals = Proposals(rt)
+    if s.slack.mode == "socket":
+        if not s.slack_app_token:
+            raise SystemExit("slack.mode is socket but SLACK_APP_TOKEN is not set")
+        front: dict[str, Any] = {"connection": SocketModeConnection(bolt, s.slack_app_token.get_secret_value())}
+    else:
+        if not s.slack_signing_secret:
+            raise SystemExit("slack.mode is http but SLACK_SIGNING_SECRET is not set")
+        secret = s.slack_signing_secret.get_secret_value()
+        front = {"mounted": events_route(bolt, secret, max_body_bytes=s.server.max_body_bytes)}
+    server = s.server
+    return Process(
+        store=rt.store, inflight=rt.inflight, metrics=metrics,
+        start_background=lambda: background_for(rt, s),
+        # Only requests past their deadline: a patch another replica (or a previous life) sent
+        # may still land before it, and the housekeeping reads those back once it passes.
+        recover=lambda: proposals.settle(rt.clock(), why="The bot restarted"),
+        settle=lambda ids, why: proposals.interrupted(ids, rt.clock(), why),
+        events_port=s.slack.http_port, probe_port=server.port,
+        grace_seconds=server.shutdown_grace_seconds, host=host,
+        http=HttpOptions(threads=server.http_threads, backlog=server.backlog, max_body_bytes=server.max_body_bytes),
+        pools=work.pools if work is not None else (),
+        housekeeping=housekeeping(rt, s), housekeeping_seconds=server.housekeeping_seconds,
+        **front,
+    )
+
+
+def build_slack_process(
+    settings: Settings,
+    *,
+    cluster_state: Path | None = None,
+    telemetry_file: Path | None = None,
+    clock: Callable[[], datetime] = utc_now,
+    host: str = "0.0.0.0",
+) -> Process:
+    """:func:`slack_process` with its Web API client, metrics, Runtime and Bolt app. Raises
+    SystemExit when ``SLACK_BOT_TOKEN`` is not set."""
+    if not settings.slack_bot_token:
+        raise SystemExit("SLACK_BOT_TOKEN is not set; `gpu-cost-bot check` lists what is missing")
+    metrics = BotMetrics()
+    client = web_client(settings.slack_bot_token.get_secret_value(), settings.slack.base_url)
+    rt = build_runtime(
+        settings, chat=SlackChat(client, metrics), cluster_state=cluster_state, telemetry_file=telemetry_file,
+        group_members=UserGroups(client, metrics=metrics).members, clock=clock, metrics=metrics,
+    )
+    secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else ""
+    work = slack_work(settings, metrics)
+    bolt = build_app(rt, client, secret, alert_snooze_seconds=settings.alerts.snooze_seconds, work=work)
+    return slack_process(settings, rt, bolt, metrics, host=host, work=work)
+
+
+CONSOLE_CHANNEL = "#console"
+
+
+def serve(
+    settings: Settings, *, chat: str, cluster_state: Path | None, telemetry_file: Path | None, user: str = "UCONSOLE"
+) -> None:
+    """Run until SIGTERM/SIGINT (call from the main thread). ``chat`` is ``slack`` (Socket Mode or
+    HTTP per ``slack.mode``) or ``console``: a prompt on this terminal, until end of input, where
+    ``user`` (a Slack user id; an approver from the config may approve) presses the buttons and
+    teams without a channel are posted to :data:`CONSOLE_CHANNEL`."""
+    if chat == "console":
+        if not settings.slack.default_channel:
+            settings = settings.model_copy(update={"slack": settings.slack.model_copy(update={"default_channel": CONSOLE_CHANNEL})})
+        rt = build_runtime(settings, cluster_state=cluster_state, telemetry_file=telemetry_file, metrics=BotMetrics())
+        Proposals(rt).settle(rt.clock(), why="The bot restarted")
+        background = background_for(rt, settings)
+        keeper = Periodic("housekeeping", settings.server.housekeeping_seconds, housekeeping(rt, settings)).start()
+        try:
+            ConsoleSession(rt, user=user, out=sys.stdout, alert_snooze_seconds=settings.alerts.snooze_seconds).loop()
+        finally:
+            keeper.stop()
+            background.shutdown(wait=True)
+        return
+
+    process = build_slack_process(settings, cluster_state=cluster_state, telemetry_file=telemetry_file)
+
+    def start() -> None:
+        process.start()
+        log.info("gpu-cost-bot running (Slack %s mode, dry_run=%s)", settings.slack.mode, settings.dry_run)
+
+    run_until_signalled(start, process.stop)
+    # The drain is over; threads still running (a cost report's query) must not hold the exit.
+    exit_now(0)

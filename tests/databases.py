@@ -14,7 +14,7 @@ module) or by naming this module in ``pytest_plugins`` of the top-level conftest
 
 PostgreSQL is the server at ``127.0.0.1:5432`` (user ``postgres``, trust auth, maintenance database
 ``test``), or the server URL in ``GPU_COST_BOT_TEST_POSTGRES``. When it cannot be reached the
-PostgreSQL tests are skipped, unless ``GPU_COST_BOT_REQUIRE_POSTGRES=1``, which makes them fail (CI
+PostgreSQL tests are skipped, unless ``TESTS_REQUIRE_POSTGRES=1``, which makes them fail (CI
 sets it so a broken database service cannot pass as green).
 
 The URLs are plain strings; nothing has been created in the databases (``store`` migrates its own).
@@ -43,7 +43,7 @@ def _admin_url() -> sa.URL:
 
 
 def _postgres_required() -> bool:
-    return os.environ.get("GPU_COST_BOT_REQUIRE_POSTGRES", "") == "1"
+    return os.environ.get("TESTS_REQUIRE_POSTGRES", "") == "1"
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ def sqlite_url(tmp_path) -> str:
 @pytest.fixture(scope="module")
 def postgres_server() -> Iterator[sa.Engine]:
     """An AUTOCOMMIT engine on the server's maintenance database (CREATE/DROP DATABASE cannot run
-    in a transaction). Skips, or fails under GPU_COST_BOT_REQUIRE_POSTGRES=1, when unreachable."""
+    in a transaction). Skips, or fails under TESTS_REQUIRE_POSTGRES=1, when unreachable."""
     try:
         engine = sa.create_engine(
             _admin_url(),
@@ -68,7 +68,7 @@ def postgres_server() -> Iterator[sa.Engine]:
     except Exception as e:  # no driver, no server, no login: all mean "no PostgreSQL here"
         message = f"PostgreSQL at {_admin_url().render_as_string()} is unreachable: {e}"
         if _postgres_required():
-            pytest.fail(message + " (GPU_COST_BOT_REQUIRE_POSTGRES=1)", pytrace=False)
+            pytest.fail(message + " (TESTS_REQUIRE_POSTGRES=1)", pytrace=False)
         pytest.skip(message)
     yield engine
     engine.dispose()

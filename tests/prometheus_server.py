@@ -5,7 +5,7 @@ fixture into a test module (``from tests.prometheus_server import fleet_promethe
 server holding the fleet of tests/data/FLEET.md.
 
 When the ``prometheus``/``promtool`` binaries are missing the tests are skipped, unless
-``GPU_COST_BOT_REQUIRE_PROMETHEUS=1`` (CI), where they fail.
+``TESTS_REQUIRE_PROMETHEUS=1`` (CI), where they fail.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-REQUIRE_ENV = "GPU_COST_BOT_REQUIRE_PROMETHEUS"
+REQUIRE_ENV = "TESTS_REQUIRE_PROMETHEUS"
 STARTUP_DEADLINE_SECONDS = 120
 
 # No scrape targets: the TSDB holds only what was backfilled, so query results are exact.
@@ -72,7 +72,7 @@ def running_prometheus(openmetrics_text: str, tmp_path: Path) -> Iterator[str]:
     base URL (``http://127.0.0.1:<port>``); the server is terminated on exit.
 
     Skips the calling test when the binaries are missing (fails under
-    GPU_COST_BOT_REQUIRE_PROMETHEUS=1). Raises subprocess.CalledProcessError when promtool
+    TESTS_REQUIRE_PROMETHEUS=1). Raises subprocess.CalledProcessError when promtool
     rejects the text, RuntimeError when the server does not become ready.
     """
     prometheus, promtool = _binaries()

@@ -28,12 +28,12 @@ from actions.queue import queue_report
 from actions.sources.kubernetes import KubernetesSource
 from actions.sources.recorded import RecordedTelemetry
 from actions.store import Store
-from bot import alert_blocks
-from bot.alerting import alerts_job, evaluate_alerts, kueue_metrics
-from bot.app import build_app
-from bot.runtime import Runtime
+from bot.chat.blocks import alerts as alert_blocks
+from bot.chat.runtime import Runtime
+from bot.chat.slack.app import build_app
+from bot.chat.slack.web import SlackChat, web_client
 from bot.settings import Settings
-from bot.slack_chat import SlackChat, web_client
+from bot.wiring import alerts_for, kueue_metrics
 from tests.databases import *  # noqa: F403
 from tests.fakes.kube_api import FakeKubeApi
 from tests.fakes.slack_api import FakeSlack
@@ -173,29 +173,29 @@ def test_budget_alerts_fire_once_per_threshold_across_replicas(world):
     sent = lambda: [header(p) for p in posts(slack, CHANNELS["research"]) if "budget" in header(p).lower()]  # noqa: E731
 
     for rt in (one, two, one):
-        alerts_job(rt, settings, clock.now, {"research": 300.0})
+        alerts_for(rt, settings).run(clock.now, {"research": 300.0})
     assert sent() == []  # 30%, on course for 60%
 
     for rt in (one, two, one, two):
-        alerts_job(rt, settings, clock.now, {"research": 550.0})
+        alerts_for(rt, settings).run(clock.now, {"research": 550.0})
     assert sent() == ["research has used 55% of its GPU budget for 2026-11",
                       "research is on course to exceed its GPU budget for 2026-11"]
 
     clock.now += timedelta(days=3)
     for rt in (two, one, two):
-        alerts_job(rt, settings, clock.now, {"research": 850.0})
+        alerts_for(rt, settings).run(clock.now, {"research": 850.0})
     assert sent()[2:] == ["research has used 85% of its GPU budget for 2026-11"]
 
     for rt in (one, two):
-        alerts_job(rt, settings, clock.now, {"research": 1010.0})
-        alerts_job(rt, settings, clock.now, {"research": 1500.0})
+        alerts_for(rt, settings).run(clock.now, {"research": 1010.0})
+        alerts_for(rt, settings).run(clock.now, {"research": 1500.0})
     assert sent()[3:] == ["research has used 101% of its GPU budget for 2026-11"]
 
     records = {(a.kind, a.period_key) for a in one.store.alerts("research") if a.kind.startswith("budget")}
     assert records == {(k, "2026-11") for k in ("budget-50", "budget-80", "budget-100", "budget-forecast")}
     # A new month starts over.
     clock.now = datetime(2026, 12, 20, tzinfo=timezone.utc)
-    alerts_job(two, settings, clock.now, {"research": 600.0})
+    alerts_for(two, settings).run(clock.now, {"research": 600.0})
     assert sent()[4:] == ["research has used 60% of its GPU budget for 2026-12"]
 
 
@@ -205,7 +205,7 @@ def test_a_budget_set_in_chat_overrides_the_config_and_jumps_straight_to_the_hig
     one.store.set_budget("serving", 100.0, "U0ADMIN", clock.now)
     one.store.set_budget("research", 5000.0, "U0ADMIN", clock.now)
     for rt in (one, two, one):
-        alerts_job(rt, Settings(), clock.now, {"serving": 150.0, "research": 1000.0})
+        alerts_for(rt, Settings()).run(clock.now, {"serving": 150.0, "research": 1000.0})
     assert [header(p) for p in posts(slack, CHANNELS["serving"])] == [
         "serving has used 150% of its GPU budget for 2026-11"
     ]
@@ -223,9 +223,9 @@ def test_queue_wait_and_idle_on_demand_alerts_fire_once(database_url, versions):
         clock.now = T0
         one = make_runtime(database_url, slack, kube, clock)
         two = make_runtime(database_url, slack, kube, clock)
-        first = alerts_job(one, Settings(), clock.now)
+        first = alerts_for(one, Settings()).run(clock.now)
         for rt in (two, one, two):
-            again = alerts_job(rt, Settings(), clock.now)
+            again = alerts_for(rt, Settings()).run(clock.now)
             assert again["posted"] == 0 and again["duplicate"] == 2
         assert any(r.path == f"/apis/kueue.x-k8s.io/{versions[0]}/workloads" for r in kube.requests)
 
@@ -235,7 +235,7 @@ def test_queue_wait_and_idle_on_demand_alerts_fire_once(database_url, versions):
     assert "training waits 3h for 8 H100; research holds 1 idle H100 in notebooks" in str(wait["blocks"])
     (idle,) = posts(slack, CHANNELS["research"])
     # One H100 of a p5.48xlarge on-demand (bundled catalog), idle six hours.
-    finding = one.find_idle(T0)[0]
+    finding = one.detect(T0)[0]
     assert header(idle) == f"research: 1 on-demand GPU idle, ${finding.usd_per_hour:,.2f}/h"
     record = one.store.alert("training", "queue-wait", "088e36aa-915f-5422-836d-53620aeea476")
     assert record is not None and record.channel == CHANNELS["training"]
@@ -246,7 +246,7 @@ def test_the_job_survives_an_unreadable_cluster_and_still_sends_budgets(world):
     one, _, slack, kube, clock = world
     clock.now = MID_NOVEMBER
     kube.fail("GET", "/api/v1/pods", 500, "InternalError", "etcd is sad", times=1)
-    counts = alerts_job(one, Settings(), clock.now, {"research": 600.0})
+    counts = alerts_for(one, Settings()).run(clock.now, {"research": 600.0})
     assert counts["errors"] == 1 and counts["posted"] == 2  # budget 50% and the forecast
 
 
@@ -254,7 +254,7 @@ def test_snooze_through_slack_updates_the_message_audits_and_holds_follow_ups(wo
     one, _, slack, _, clock = world
     client = web_client("xoxb-test", slack.base_url)
     app = build_app(one, client, SECRET, alert_snooze_seconds=4 * 3600)
-    alerts_job(one, Settings(), clock.now)
+    alerts_for(one, Settings()).run(clock.now)
     record = one.store.alert("research", "idle-on-demand", "2026-11-20")
     posted = slack.messages(CHANNELS["research"])[record.message_ts]
     assert [e["action_id"] for b in posted["blocks"] if b["type"] == "actions" for e in b["elements"]] == [
@@ -282,10 +282,10 @@ def test_snooze_through_slack_updates_the_message_audits_and_holds_follow_ups(wo
     # Next day's idle-on-demand alert, still inside the snooze: held back, not claimed.
     clock.now = T0 + timedelta(hours=13)  # 2026-11-21 01:00, snooze ended at 16:00 the day before
     one.store.snooze_alert(record.id, clock.now + timedelta(hours=2), "U0OTHER", clock.now)
-    held = alerts_job(one, Settings(), clock.now)
+    held = alerts_for(one, Settings()).run(clock.now)
     assert held["snoozed"] == 1 and one.store.alert("research", "idle-on-demand", "2026-11-21") is None
     clock.now += timedelta(hours=3)
-    released = alerts_job(one, Settings(), clock.now)
+    released = alerts_for(one, Settings()).run(clock.now)
     assert released["posted"] == 1 and one.store.alert("research", "idle-on-demand", "2026-11-21") is not None
 
 
@@ -314,8 +314,8 @@ def test_spot_ratio_and_admission_p90_alerts_from_prometheus(world, tmp_path):
     clock.now = AT
     with running_prometheus(_openmetrics(), tmp_path / "prom") as url:
         kueue = kueue_metrics(Settings(prometheus={"url": url}))
-        first = alerts_job(one, Settings(), AT, kueue=kueue)
-        again = alerts_job(one, Settings(), AT, kueue=kueue)
+        first = alerts_for(one, Settings(), kueue=kueue).run(AT)
+        again = alerts_for(one, Settings(), kueue=kueue).run(AT)
     # team-a peaked at 1/3 on spot and bc at 0.2, both under 40%; gpu-cq's p90 of 2880 s is
     # under the 1 h threshold, so no ClusterQueue alert.
     assert {a.kind for a in one.store.alerts()} >= {"spot-ratio"}
@@ -330,13 +330,13 @@ def test_spot_ratio_and_admission_p90_alerts_from_prometheus(world, tmp_path):
 def test_the_console_shows_and_presses_the_alert_snooze(world):
     import io
 
-    from bot.alert_blocks import alert_message
-    from bot.console import ConsoleSession, to_text
+    from bot.chat.blocks.alerts import alert_message
+    from bot.chat.console import ConsoleSession, to_text
 
     one, _, _, _, clock = world
-    alerts_job(one, Settings(), clock.now)
+    alerts_for(one, Settings()).run(clock.now)
     record = one.store.alert("research", "idle-on-demand", "2026-11-20")
-    (alert,) = [a for a in evaluate_alerts(one, Settings(), clock.now, None)[0] if a.kind == "idle-on-demand"]
+    (alert,) = [a for a in alerts_for(one, Settings()).evaluate(clock.now, None)[0] if a.kind == "idle-on-demand"]
     assert f"[snooze-alert {record.id}]" in to_text(alert_message(alert, record.id, 4 * 3600))
     out = io.StringIO()
     outcome = ConsoleSession(one, "U0CONSOLE", out).handle(f"snooze-alert {record.id}")

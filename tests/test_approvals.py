@@ -9,15 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from actions.executors import STOPPED_ANNOTATION, InMemoryCluster
+from actions.executors import STOPPED_ANNOTATION
+from actions.in_memory_cluster import InMemoryCluster
 from actions.policy import Policy, Team, TeamDirectory
 from actions.prices import PriceBook, PriceCatalog
 from actions.sources.recorded import RecordedTelemetry
 from actions.store import Store
-from bot import blocks
-from bot.approvals import Approvals
-from bot.runtime import Runtime
-from bot.slack_chat import SlackChat, UserGroups, web_client
+from bot.chat.approvals import Approvals
+from bot.chat.blocks import proposals
+from bot.chat.proposals import Proposals
+from bot.chat.runtime import Runtime
+from bot.chat.slack.web import SlackChat, UserGroups, web_client
 from tests.databases import *  # noqa: F403
 from tests.fakes.slack_api import FakeSlack
 
@@ -66,7 +68,7 @@ def make_runtime(database_url, slack, *, dry_run=False, telemetry=None, approver
 
 def sweep(rt):
     now = rt.clock()
-    return Approvals(rt).reconcile(rt.find_idle(now), now)
+    return Proposals(rt).reconcile(rt.detect(now), now)
 
 
 def buttons(message):
@@ -87,10 +89,11 @@ def test_sweep_posts_one_proposal_and_updates_it_on_the_next_sweep(rt, slack):
     posts = slack.calls_to("chat.postMessage")
     assert len(posts) == 1 and posts[0]["channel"] == CHANNEL
     (ts, message), = slack.messages(CHANNEL).items()
-    assert buttons(message) == [blocks.APPROVE, blocks.SNOOZE, blocks.EXEMPT, blocks.DENY]
+    assert buttons(message) == [proposals.APPROVE, proposals.SNOOZE, proposals.EXEMPT, proposals.DENY]
     text = str(message["blocks"])
-    assert "llm-explore" in text and "$12.29/h" in text and "$294.96/day" in text
-    assert "p5.48xlarge" in text and "as of 2025-05" in text
+    # p5.48xlarge $55.04 / 8 GPUs = $6.88 per GPU-hour; x 24 h = $165.12 a day.
+    assert "llm-explore" in text and "$6.88/h" in text and "$165.12/day" in text
+    assert "p5.48xlarge" in text and "as of 2026-07-20" in text
 
     rt.clock.now += timedelta(minutes=5)
     counts = sweep(rt)
@@ -120,7 +123,7 @@ def test_only_approvers_can_approve_and_a_double_click_acts_once(rt, slack):
     req = rt.store.get(req.id)
     assert (req.state, req.decided_by) == ("done", APPROVER)
     message = slack.messages(CHANNEL)[req.message_ts]
-    assert buttons(message) == [blocks.RESTORE]
+    assert buttons(message) == [proposals.RESTORE]
     assert f"<@{APPROVER}>" in str(message["blocks"])
 
     again = approvals.approve(req.id, APPROVER)
@@ -201,7 +204,7 @@ def test_snooze_then_repropose_when_still_idle(rt, slack):
     rt.clock.now = T0 + timedelta(hours=4, minutes=1)
     assert sweep(rt)["reproposed"] == 1
     assert rt.store.get(req.id).state == "proposed"
-    assert buttons(slack.messages(CHANNEL)[req.message_ts])[0] == blocks.APPROVE
+    assert buttons(slack.messages(CHANNEL)[req.message_ts])[0] == proposals.APPROVE
     assert len(slack.calls_to("chat.postMessage")) == 1
 
 

@@ -34,8 +34,8 @@ from actions.sources.aws_prices import (
     spot_median,
 )
 from actions.store import Store
-from bot.live_prices import ReloadingPriceBook, price_book, refresh_prices_job
-from bot.runtime import Runtime
+from bot.chat.runtime import Runtime
+from bot.jobs.prices import ReloadingPriceBook, price_book, refresh_prices
 from bot.settings import Settings
 from tests.databases import *  # noqa: F403
 
@@ -407,7 +407,7 @@ def test_refresh_job_swaps_the_price_book(pricing_api, ec2, store):
     rt = _runtime(store, settings)
     assert rt.prices.quote("p5.48xlarge", CapacityType.ON_DEMAND, "H100").source.startswith("bundled catalog")
 
-    fetched = refresh_prices_job(rt, settings, NOW, fetcher=_fetcher(pricing_api, ec2))
+    fetched = refresh_prices(rt.store, rt.prices, settings.prices.aws, NOW, fetcher=_fetcher(pricing_api, ec2))
     assert {p.capacity_type for p in fetched} == {CapacityType.ON_DEMAND, CapacityType.SPOT}
     quote = rt.prices.quote("p5.48xlarge", CapacityType.ON_DEMAND, "H100")
     assert quote.usd_per_gpu_hour == pytest.approx(55.044 / 8)
@@ -421,7 +421,7 @@ def test_refresh_job_failure_raises_but_uses_what_was_fetched(pricing_api, ec2, 
     rt = _runtime(store, settings)
     pricing_api.fail = [(400, "AccessDeniedException")]
     with pytest.raises(PriceFetchError, match="AccessDeniedException"):
-        refresh_prices_job(rt, settings, NOW, fetcher=_fetcher(pricing_api, ec2))
+        refresh_prices(rt.store, rt.prices, settings.prices.aws, NOW, fetcher=_fetcher(pricing_api, ec2))
     # The spot half was cached and is in use; on-demand falls back to the catalog.
     assert rt.prices.quote("p5.48xlarge", CapacityType.SPOT, "H100").source.startswith("EC2 spot price history")
     assert rt.prices.quote("p5.48xlarge", CapacityType.ON_DEMAND, "H100").source.startswith("bundled catalog")
@@ -432,11 +432,11 @@ def test_refresh_job_drops_prices_past_max_age_even_when_fetching_fails(pricing_
         prices={"aws": {"enabled": True, "region": REGION, "refresh_seconds": 3600, "instance_types": ["p5.48xlarge"]}}
     )
     rt = _runtime(store, settings)
-    refresh_prices_job(rt, settings, NOW, fetcher=_fetcher(pricing_api, ec2))
+    refresh_prices(rt.store, rt.prices, settings.prices.aws, NOW, fetcher=_fetcher(pricing_api, ec2))
     pricing_api.fail = [(400, "AccessDeniedException")]
     later = NOW + timedelta(hours=3, minutes=1)
     with pytest.raises(PriceFetchError):
-        refresh_prices_job(rt, settings, later, fetcher=_fetcher(pricing_api, ec2))
+        refresh_prices(rt.store, rt.prices, settings.prices.aws, later, fetcher=_fetcher(pricing_api, ec2))
     # The on-demand price fetched three hours ago is past max_age (3 x refresh_seconds).
     assert rt.prices.quote("p5.48xlarge", CapacityType.ON_DEMAND, "H100").source.startswith("bundled catalog")
 
@@ -449,7 +449,7 @@ def test_a_replica_that_never_runs_the_job_prices_with_what_the_leader_cached(pr
     follower = ReloadingPriceBook(settings, store, lambda: now[0], reload_seconds=300)
     assert follower.quote("p5.48xlarge", CapacityType.ON_DEMAND, "H100").source.startswith("bundled catalog")
 
-    refresh_prices_job(_runtime(store, settings), settings, NOW, fetcher=_fetcher(pricing_api, ec2))
+    refresh_prices(store, _runtime(store, settings).prices, settings.prices.aws, NOW, fetcher=_fetcher(pricing_api, ec2))
     # Within the reload interval the follower keeps its book; after it, it reads the cache.
     assert follower.quote("p5.48xlarge", CapacityType.ON_DEMAND, "H100").source.startswith("bundled catalog")
     now[0] = NOW + timedelta(minutes=5)
@@ -464,7 +464,7 @@ def test_a_replica_that_never_runs_the_job_prices_with_what_the_leader_cached(pr
 def test_refresh_job_does_nothing_when_disabled(store):
     settings = Settings()
     rt = _runtime(store, settings)
-    assert refresh_prices_job(rt, settings, NOW) == []
+    assert refresh_prices(rt.store, rt.prices, settings.prices.aws, NOW) == []
     assert store.cached_prices(REGION, 86400, NOW) == []
 
 
@@ -481,7 +481,7 @@ def test_refresh_job_default_fetcher_uses_the_standard_aws_configuration(pricing
         prices={"aws": {"enabled": True, "region": REGION, "instance_types": ["p5.48xlarge", "g5.xlarge"]}}
     )
     rt = _runtime(store, settings)
-    fetched = refresh_prices_job(rt, settings, NOW)
+    fetched = refresh_prices(rt.store, rt.prices, settings.prices.aws, NOW)
     assert {(p.instance_type, p.capacity_type) for p in fetched} == {
         ("p5.48xlarge", CapacityType.ON_DEMAND),
         ("p5.48xlarge", CapacityType.SPOT),

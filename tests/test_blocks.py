@@ -9,22 +9,22 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from actions.model import finding_from_jsonable, to_jsonable
-from bot import blocks
-from bot.console import to_text
+from bot.chat.blocks import proposals
+from bot.chat.console import to_text
 from tests.test_idle import detect, fleet  # noqa: F401
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
 
 
 def status(state, **kw):
-    return blocks.RequestStatus(id=7, state=state, dry_run=False, expires_at=NOW + timedelta(days=1), **kw)
+    return proposals.RequestStatus(id=7, state=state, dry_run=False, expires_at=NOW + timedelta(days=1), **kw)
 
 
 @pytest.mark.parametrize(
     "state,expected",
     [
-        ("proposed", [blocks.APPROVE, blocks.SNOOZE, blocks.EXEMPT, blocks.DENY]),
-        ("done", [blocks.RESTORE]),
+        ("proposed", [proposals.APPROVE, proposals.SNOOZE, proposals.EXEMPT, proposals.DENY]),
+        ("done", [proposals.RESTORE]),
         ("snoozed", []),
         ("superseded", []),
         ("restored", []),
@@ -32,7 +32,7 @@ def status(state, **kw):
 )
 def test_buttons_follow_the_state(fleet, state, expected):  # noqa: F811
     (finding,) = detect(*fleet)
-    message = blocks.proposal_message(finding, status(state, decided_by="U1", decided_at=NOW))
+    message = proposals.proposal_message(finding, status(state, decided_by="U1", decided_at=NOW))
     actions = [e for b in message.blocks if b["type"] == "actions" for e in b["elements"]]
     assert [a["action_id"] for a in actions] == expected
     assert all(a["value"] == "7" for a in actions)
@@ -41,7 +41,7 @@ def test_buttons_follow_the_state(fleet, state, expected):  # noqa: F811
 def test_many_gpus_stay_within_slack_limits(fleet):  # noqa: F811
     (finding,) = detect(*fleet)
     big = dataclasses.replace(finding, evidence=finding.evidence * 64, gpus=64)
-    message = blocks.proposal_message(big, status("proposed"))
+    message = proposals.proposal_message(big, status("proposed"))
     assert len(message.blocks) <= 50
     for b in message.blocks:
         if b["type"] == "section" and "text" in b:
@@ -53,17 +53,17 @@ def test_a_finding_survives_the_store_round_trip_and_renders_the_same(fleet):  #
     (finding,) = detect(*fleet)
     back = finding_from_jsonable(json.loads(json.dumps(to_jsonable(finding))))
     assert back == finding
-    assert blocks.proposal_message(back, status("proposed")) == blocks.proposal_message(finding, status("proposed"))
+    assert proposals.proposal_message(back, status("proposed")) == proposals.proposal_message(finding, status("proposed"))
 
 
 def test_console_rendering_turns_buttons_into_commands(fleet):  # noqa: F811
     (finding,) = detect(*fleet)
-    text = to_text(blocks.proposal_message(finding, status("proposed")))
+    text = to_text(proposals.proposal_message(finding, status("proposed")))
     assert "[approve 7] [snooze 7] [exempt 7] [deny 7]" in text
-    assert "$12.29/h" in text and "*" not in text
+    assert "$6.88/h" in text and "*" not in text  # p5.48xlarge $55.04 / 8 GPUs = $6.88 per GPU-hour
 
 
 def test_durations_and_money_read_naturally():
-    assert blocks.duration(93784) == "1d 2h"
-    assert blocks.duration(5400) == "1h 30m"
-    assert blocks.usd(8064) == "$8,064.00"
+    assert proposals.duration(93784) == "1d 2h"
+    assert proposals.duration(5400) == "1h 30m"
+    assert proposals.usd(8064) == "$8,064.00"

@@ -9,17 +9,17 @@ from datetime import datetime, timezone
 
 import pytest
 
-from actions.executors import InMemoryCluster
+from actions.in_memory_cluster import InMemoryCluster
 from actions.policy import Policy, Team, TeamDirectory
 from actions.prices import PriceBook, PriceCatalog
 from actions.sources.recorded import RecordedTelemetry
 from actions.store import Store
-from bot.app import build_app
-from bot.commands import CommandContext, dispatch
-from bot.commands.budget import parse_usd_per_month
-from bot.console import ConsoleChat
-from bot.runtime import Runtime
-from bot.slack_chat import UserGroups, web_client
+from bot.chat.commands import CommandContext, dispatch
+from bot.chat.commands.budget import parse_usd_per_month
+from bot.chat.console import ConsoleChat
+from bot.chat.runtime import Runtime
+from bot.chat.slack.app import build_app
+from bot.chat.slack.web import UserGroups, web_client
 from tests.databases import *  # noqa: F403
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_requests import bolt_request, slash_command_body

@@ -10,7 +10,7 @@ from matplotlib import image as mpimg
 from matplotlib.colors import to_rgb
 
 from actions.cost import CostReport, DailyCost, TeamReport
-from bot.chart import COLOURS, cost_chart_png, cost_figure
+from bot.chat.chart import COLOURS, cost_chart_png, cost_figure
 
 UTC = timezone.utc
 

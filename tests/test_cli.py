@@ -26,13 +26,15 @@ def test_sweep_json_reads_a_kubectl_dump_and_a_real_prometheus(fleet_prometheus)
         "--at", "2026-11-20T12:00:00Z",
     )
     assert result.exit_code == 0, result.output
-    findings = json.loads(result.stdout)
+    answer = json.loads(result.stdout)
+    assert (answer["at"], answer["warnings"]) == ("2026-11-20T12:00:00Z", [])
+    findings = answer["findings"]
     assert [f["name"] for f in findings] == ["llm-explore"]
     f = findings[0]
     for field in ("kind", "namespace", "name", "team", "gpus", "gpu_model", "idle_seconds", "usd_per_hour", "evidence"):
         assert field in f
     assert (f["kind"], f["namespace"], f["team"], f["gpus"]) == ("idle-notebook", "ml-research", "ml-research", 1)
-    assert f["usd_per_hour"] == pytest.approx(12.29)
+    assert f["usd_per_hour"] == pytest.approx(6.88)  # p5.48xlarge $55.04 / 8 GPUs = $6.88 per GPU-hour
     assert f["evidence"][0]["verdict"] == "idle"
 
 
@@ -43,7 +45,7 @@ def test_sweep_at_a_time_before_the_idle_hour_finds_nothing(fleet_prometheus):  
         "--cluster-state", str(DEMO / "cluster.json"), "--at", "2026-11-20T06:30:00Z",
     )
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == []
+    assert json.loads(result.stdout) == {"at": "2026-11-20T06:30:00Z", "findings": [], "warnings": []}
 
 
 def test_sweep_rejects_a_time_without_zone():
@@ -150,11 +152,15 @@ def test_demo_runs_the_whole_loop_unattended():
     result = invoke("demo")
     assert result.exit_code == 0, result.output
     out = result.output
-    assert out.count("new message in #research-gpus") == 1
+    assert out.count("new message in #research-gpus at 12:00 UTC") == 1
+    # Messages are named by the time they were posted, as a person reads them, not by Slack's ts.
+    assert "message of 12:00 UTC in #research-gpus updated" in out and ".000000" not in out
     assert "Only approvers of team research" in out
     assert "Done: stop Notebook ml-research/llm-explore" in out
     assert "already done" in out
-    assert "$11,010.72" in out  # 16 A100 for a week, on-demand, from the bundled catalog
+    # 16 A100 for a week on-demand, priced as p4d.24xlarge: $21.957642 / 8 GPUs = $2.7447 per
+    # GPU-hour (4 decimals) x 2,688 GPU-hours = $7,377.75.
+    assert "$7,377.75" in out
     # /gpu queue joins the pending Workload to the idle notebook of the same GPU model.
     assert "training waits 3h for 8 H100; research holds 1 idle H100 in notebooks (request #1 awaits approval)" in out
     assert "Restored: undid stop Notebook ml-research/llm-explore" in out

@@ -40,6 +40,7 @@ from actions.model import ActionVerb, ObjectRef, ProposedAction
 from actions.sources.kubernetes import KubernetesSource
 from bot.cli import app as cli_app
 from bot.settings import Settings, load_settings
+from tests import workload_shapes as shapes
 from tests.fakes.kube_api import FakeKubeApi
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -272,16 +273,19 @@ def test_ha_is_replicated_on_postgresql_with_leader_election(pod_settings):
     assert pdb["spec"]["selector"]["matchLabels"].items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
 
 
-def test_dry_run_is_read_only_by_settings_and_by_rbac(pod_settings):
+def test_dry_run_is_read_only_by_settings_and_by_rbac(pod_settings, api_calls):
     settings, _ = pod_settings("dry-run")
     assert settings.dry_run is True
     assert one("dry-run", "Deployment")["spec"]["replicas"] == 1
     granted = {v for role in bound_roles("dry-run") for rule in role["rules"] for v in rule["verbs"]}
     assert granted <= {"list", "get"}
+    # Reading one object is what an executor does before patching: never granted on what it patches.
+    patched = {(c.group, c.resource) for c in api_calls["writes"] if c.verb == "patch"}
+    assert patched >= {("apps", "statefulsets"), ("ray.io", "rayclusters"), ("serving.kserve.io", "inferenceservices")}
     for role in bound_roles("dry-run"):
         for rule in role["rules"]:
-            if "get" in rule["verbs"]:  # reading one object is what an executor does before patching
-                assert "nonResourceURLs" in rule or rule["resources"] == ["leases"], rule
+            if "get" in rule["verbs"] and "nonResourceURLs" not in rule:
+                assert not set(itertools.product(rule["apiGroups"], rule["resources"])) & patched, rule
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -361,13 +365,19 @@ def _target(verb: ActionVerb, api_version: str) -> ObjectRef:
 
 
 # Each verb on each kind and API version it acts on; a new ActionVerb fails until it is added.
+# JupyterHub servers are stopped through the Hub's REST API, not the Kubernetes API.
 EXECUTOR_TARGETS = [
     (ActionVerb.STOP_NOTEBOOK, _target(ActionVerb.STOP_NOTEBOOK, "kubeflow.org/v1")),
     (ActionVerb.SCALE_TO_ZERO, _target(ActionVerb.SCALE_TO_ZERO, "apps/v1")),
     (ActionVerb.SCALE_TO_ZERO, ObjectRef("apps/v1", "Deployment", "serving", "chat-api")),
+    (ActionVerb.SCALE_TO_ZERO, ObjectRef("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", shapes.NS, "vllm")),
     (ActionVerb.DEACTIVATE_WORKLOAD, _target(ActionVerb.DEACTIVATE_WORKLOAD, "kueue.x-k8s.io/v1beta2")),
     (ActionVerb.DEACTIVATE_WORKLOAD, _target(ActionVerb.DEACTIVATE_WORKLOAD, "kueue.x-k8s.io/v1beta1")),
+    (ActionVerb.SUSPEND_RAYCLUSTER, ObjectRef("ray.io/v1", "RayCluster", shapes.NS, "interactive")),
+    (ActionVerb.STOP_INFERENCE_SERVICE, ObjectRef("serving.kserve.io/v1beta1", "InferenceService", shapes.NS, "llama")),
+    (ActionVerb.DELETE_NODECLAIM, ObjectRef("karpenter.sh/v1", "NodeClaim", "", "claim-spot-1")),
 ]
+NOT_KUBERNETES = {ActionVerb.STOP_JUPYTER_SERVER}
 
 
 def _recorded(fake: FakeKubeApi) -> set[Call]:
@@ -380,19 +390,32 @@ def api_calls() -> dict[str, set[Call]]:
     v1beta2 preferred and with only v1beta1 served), ``writes`` (apply then restore of every
     executor verb) and ``leases`` (every call of the Lease client leader election uses, on the
     Lease ``gpu-cost-bot`` in the namespace ``gpu-cost-bot``)."""
-    assert {verb for verb, _ in EXECUTOR_TARGETS} == set(ActionVerb)
+    assert {verb for verb, _ in EXECUTOR_TARGETS} == set(ActionVerb) - NOT_KUBERNETES
     reads: set[Call] = set()
     for kueue in (("v1beta2", "v1beta1"), ("v1beta1",)):
         with FakeKubeApi.from_list_json(DUMP.read_bytes(), kueue_versions=kueue) as fake:
             snapshot = KubernetesSource(fake.api_client(), page_size=2).snapshot(NOW)
             assert snapshot.workloads and snapshot.notebooks  # every reader really ran
             reads |= _recorded(fake)
-    with FakeKubeApi.from_list_json(DUMP.read_bytes()) as fake:
+    # Every owner kind the walk reads, every listed kind, and the queue positions.
+    everything = json.loads(DUMP.read_bytes())["items"] + shapes.every_kind()
+    with FakeKubeApi(everything) as fake:
+        source = KubernetesSource(fake.api_client(), page_size=2)
+        snapshot = source.snapshot(NOW)
+        walked = {o.kind for o in snapshot.objects}
+        assert {"Job", "JobSet", "TrainJob", "RayJob", "RayService", "PyTorchJob", "TFJob", "PaddleJob", "XGBoostJob",
+                "JAXJob", "MPIJob", "AppWrapper", "Pod", "RayCluster", "LeaderWorkerSet", "InferenceService"} <= walked
+        assert snapshot.local_queues and snapshot.cluster_queues and snapshot.resource_flavors
+        source.queue_positions(["gpu-cq"])
+        reads |= _recorded(fake)
+    with FakeKubeApi(everything) as fake:
         writer = KubernetesWriter(fake.api_client())
         for verb, target in EXECUTOR_TARGETS:
             action = ProposedAction(verb=verb, target=target, summary=f"{verb.value} {target}")
-            writer.restore(action, writer.apply(action, NOW), NOW)
-        assert {r.method for r in fake.requests} == {"GET", "PATCH"}
+            undo = writer.apply(action, NOW)
+            if verb.restorable:  # a deleted NodeClaim has nothing to restore
+                writer.restore(action, undo, NOW)
+        assert {r.method for r in fake.requests} == {"GET", "PATCH", "DELETE"}
         writes = _recorded(fake)
     # LeaderElector reaches the Lease only through these methods (bot.leader.LeaseAccess); a new
     # one fails here until it is driven below.
@@ -501,14 +524,14 @@ def test_rbac_grants_nothing_the_code_does_not_use(overlay, api_calls, pod_setti
 def test_dry_run_rbac_refuses_every_executor_call(api_calls):
     refused = denied(bound_roles("dry-run"), api_calls["writes"])
     assert len(refused) == len(api_calls["writes"])
-    assert {c.verb for c in api_calls["writes"]} == {"get", "patch"}
+    assert {c.verb for c in api_calls["writes"]} == {"get", "patch", "delete"}
 
 
 def test_the_rbac_check_notices_a_missing_rule(api_calls):
     """The checks above would fail if a rule went missing or a verb were added without a use."""
     rendered = [json.loads(json.dumps(o)) for o in objects("single")]
     [role] = [o for o in rendered if o["kind"] == "ClusterRole"]
-    role["rules"] = [r for r in role["rules"] if r.get("apiGroups") != ["kubeflow.org"]]
+    role["rules"] = [r for r in role["rules"] if r.get("resources") != ["notebooks"]]
     role["rules"].append({"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]})
     roles = bound_roles("single", rendered)
     calls = api_calls["reads"] | api_calls["writes"]
@@ -543,6 +566,7 @@ SCOPE_OF_METHOD = {
     "users_list": "users:read",
     "conversations_info": "channels:read",
     "conversations_join": "channels:join",
+    "conversations_history": "channels:history",
     "files_upload_v2": "files:write",
     "files_getUploadURLExternal": "files:write",
     "files_completeUploadExternal": "files:write",
@@ -551,8 +575,9 @@ SCOPE_OF_METHOD = {
     "auth_test": None,
 }
 # Scopes no method requires but one the code calls makes use of: chat.postMessage posts to a
-# public channel the bot was not invited to only with chat:write.public.
-OPTIONAL_SCOPES = {"chat:write.public": "chat_postMessage"}
+# public channel the bot was not invited to only with chat:write.public; conversations.history
+# reads a private channel only with groups:history.
+OPTIONAL_SCOPES = {"chat:write.public": "chat_postMessage", "groups:history": "conversations_history"}
 MANIFESTS = ("slack-app-manifest.yaml", "slack-app-manifest-http.yaml")
 
 
@@ -626,7 +651,7 @@ def test_manifest_declares_the_command_and_the_buttons(name):
 
 
 def test_socket_manifest_needs_no_url_and_http_manifest_points_at_slack_events():
-    from bot.http import SLACK_EVENTS_PATH
+    from bot.chat.slack.front import SLACK_EVENTS_PATH
 
     socket, http = manifest(MANIFESTS[0]), manifest(MANIFESTS[1])
     assert socket["settings"]["socket_mode_enabled"] is True

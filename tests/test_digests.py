@@ -12,19 +12,20 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from actions.cost import Consumer, CostReport, DailyCost, FlavorLine, TeamReport
-from actions.executors import InMemoryCluster
+from actions.in_memory_cluster import InMemoryCluster
 from actions.model import CapacityType
 from actions.prices import PriceBook, PriceCatalog
+from actions.reporting import CostSetup
 from actions.sources.prometheus_usage import PrometheusUsage
 from actions.store import Store
-from bot.chart import cost_chart_png
 from bot.chat import Message
-from bot.digest_blocks import admin_summary_message, team_digest_message
-from bot.digests import ADMIN_JOB_ID, digest_job, digest_trigger, due_digests, last_fire_time
-from bot.reports import CostSetup, team_reports
-from bot.runtime import Runtime
-from bot.settings import Settings
-from bot.slack_chat import SlackChat, web_client
+from bot.chat.blocks.digests import admin_summary_message, team_digest_message
+from bot.chat.chart import cost_chart_png
+from bot.chat.runtime import Runtime
+from bot.chat.slack.web import SlackChat, web_client
+from bot.jobs.digests import ADMIN_JOB_ID, DigestsJob, due_digests, last_fire_time
+from bot.settings import Settings, digest_trigger
+from bot.wiring import digests_for
 from tests.databases import *  # noqa: F403
 from tests.fakes.slack_api import FakeSlack
 from tests.test_usage_prometheus import PRICES, usage_prometheus  # noqa: F401 - a session-shared fixture
@@ -87,7 +88,7 @@ def test_period_is_whole_local_days_across_the_end_of_summer_time():
 
 def test_team_zone_defaults_to_costs_timezone_and_admin_is_optional():
     settings = Settings(
-        teams=[{"name": "ops", "channel": "C0OPS"}], costs={"timezone": "Asia/Tokyo", "digest_period_days": 14}
+        teams=[{"name": "ops", "namespaces": ["ops"], "channel": "C0OPS"}], costs={"timezone": "Asia/Tokyo", "digest_period_days": 14}
     )
     (d,) = due_digests(settings, datetime(2026, 11, 23, 0, 0, tzinfo=UTC))  # 09:00 JST
     assert (d.job_id, d.tz, d.scheduled_at) == ("digest:ops", "Asia/Tokyo", datetime(2026, 11, 23, 0, 0, tzinfo=UTC))
@@ -218,8 +219,8 @@ def test_team_digest_says_the_dollars_and_where_the_prices_come_from():
     report = _report(end - timedelta(days=7), end).teams["research"]
     text = _texts(team_digest_message(report, "Europe/Berlin", 7))
 
-    p5 = 98.32 / 8
-    p4d_spot = 12.50 / 8
+    p5 = 55.04 / 8  # p5.48xlarge $55.04 / 8 GPUs = $6.88 per GPU-hour
+    p4d_spot = 14.2313 / 8  # p4d.24xlarge spot $14.2313 / 8 GPUs = $1.7789 per GPU-hour
     cost = 336 * p5 + 112 * p4d_spot
     assert f"${cost:,.2f}" in text
     assert "448.0" in text  # GPU-hours
@@ -292,7 +293,7 @@ class Reports:
         self.calls: list[tuple[datetime, datetime]] = []
         self.fail = fail
 
-    def __call__(self, rt: Runtime, start: datetime, end: datetime) -> CostReport:
+    def __call__(self, start: datetime, end: datetime) -> CostReport:
         self.calls.append((start, end))
         if self.fail:
             self.fail -= 1
@@ -315,6 +316,11 @@ def _runtime(store: Store, fake: FakeSlack, settings: Settings, now: datetime) -
     )
 
 
+def digests(rt: Runtime, settings: Settings, reports: Reports, holder: str = "pod-a") -> DigestsJob:
+    """The digests job over ``rt`` with the test's reports."""
+    return DigestsJob(rt.store, rt.chat, settings, reports, holder, cost_chart_png, rt.clock)
+
+
 def _files_in(fake: FakeSlack, channel: str) -> list[dict]:
     return [f for f in fake.files.values() if channel in f["channels"]]
 
@@ -324,7 +330,7 @@ def test_digests_go_out_once_with_their_charts(store, fake):
     rt = _runtime(store, fake, settings, MONDAY_0905)
     reports = Reports()
 
-    results = digest_job(rt, settings, MONDAY_0905, holder="pod-a", reports=reports, chart=cost_chart_png)
+    results = digests(rt, settings, reports, "pod-a").run(MONDAY_0905)
 
     assert sorted((r.digest.job_id, r.outcome) for r in results) == [
         ("digest-admin", "sent"), ("digest:ops", "sent"), ("digest:research", "sent"),
@@ -359,7 +365,7 @@ def test_digests_go_out_once_with_their_charts(store, fake):
     # The next check, and another replica, send nothing again and compute no report.
     for holder, minutes in (("pod-a", 15), ("pod-b", 20)):
         later = MONDAY_0905 + timedelta(minutes=minutes)
-        again = digest_job(_runtime(store, fake, settings, later), settings, later, holder=holder, reports=reports, chart=cost_chart_png)
+        again = digests(_runtime(store, fake, settings, later), settings, reports, holder).run(later)
         assert {r.outcome for r in again} == {"claimed-elsewhere"}
     assert len(reports.calls) == 2
     assert len(fake.calls_to("chat.postMessage")) == 3
@@ -369,11 +375,11 @@ def test_a_failed_report_claims_nothing_and_the_next_check_sends(store, fake):
     settings = _settings()
     reports = Reports(fail=2)
     with pytest.raises(RuntimeError, match="digest:research: ConnectionError: Prometheus"):
-        digest_job(_runtime(store, fake, settings, MONDAY_0905), settings, MONDAY_0905, holder="pod-a", reports=reports, chart=cost_chart_png)
+        digests(_runtime(store, fake, settings, MONDAY_0905), settings, reports, "pod-a").run(MONDAY_0905)
     assert store.job_runs() == [] and fake.calls_to("chat.postMessage") == []
 
     later = MONDAY_0905 + timedelta(minutes=15)
-    results = digest_job(_runtime(store, fake, settings, later), settings, later, holder="pod-a", reports=reports, chart=cost_chart_png)
+    results = digests(_runtime(store, fake, settings, later), settings, reports, "pod-a").run(later)
     assert {r.outcome for r in results} == {"sent"}
     # Still the 09:00 digest: its fire time is the claim and the period end.
     assert {r.scheduled_at for r in store.job_runs("digest:ops")} == {datetime(2026, 11, 23, 9, 0, tzinfo=UTC)}
@@ -384,14 +390,14 @@ def test_a_channel_that_refuses_fails_alone_and_is_recorded(store, fake):
     fake.fail_next("files.completeUploadExternal", error="not_in_channel")
     rt = _runtime(store, fake, settings, MONDAY_0905)
     with pytest.raises(RuntimeError, match="not_in_channel"):
-        digest_job(rt, settings, MONDAY_0905, holder="pod-a", reports=Reports(), chart=cost_chart_png)
+        digests(rt, settings, Reports(), "pod-a").run(MONDAY_0905)
     outcomes = {r.job_id: r.outcome for r in store.job_runs()}
     assert sorted(outcomes.values()) == ["error", "ok", "ok"]
     failed = next(r for r in store.job_runs() if r.outcome == "error")
     assert "files_upload_v2: not_in_channel" in (failed.detail or "")
     # Posted but not charted: not resent (it would duplicate the message).
     later = MONDAY_0905 + timedelta(minutes=15)
-    again = digest_job(_runtime(store, fake, settings, later), settings, later, holder="pod-a", reports=Reports(), chart=cost_chart_png)
+    again = digests(_runtime(store, fake, settings, later), settings, Reports(), "pod-a").run(later)
     assert {r.outcome for r in again} == {"claimed-elsewhere"}
 
 
@@ -446,12 +452,12 @@ def test_digests_over_real_usage_price_chart_and_post(usage_prometheus, sqlite_s
         costs=CostSetup(PrometheusUsage(usage_prometheus, team_label="team"), team_label="team"),
     )
 
-    results = digest_job(rt, settings, now, holder="pod-a")
+    results = digests_for(rt, settings, holder="pod-a").run(now)
 
     assert {r.digest.job_id: r.outcome for r in results} == {
         "digest:research": "sent", "digest:vision": "sent", "digest:platform": "sent", "digest-admin": "sent"}
     end = datetime(2026, 11, 21, tzinfo=UTC)
-    report = team_reports(rt, end - timedelta(days=7), end)
+    report = rt.cost_report(end - timedelta(days=7), end)
 
     (research,) = fake.messages("C0RESEARCH").values()
     text = _texts(Message(research["text"], research["blocks"]))
@@ -473,8 +479,8 @@ def test_digests_over_real_usage_price_chart_and_post(usage_prometheus, sqlite_s
 
     (summary,) = fake.messages("C0ADMIN").values()
     summary_text = _texts(Message(summary["text"], summary["blocks"]))
-    # research 1,155.84 + unallocated sandbox 48 x 6.88 + training's eval 30 x 6.88 + platform 60.00
+    # research 1,155.84 + sandbox (its own team) 48 x 6.88 + training's eval 30 x 6.88 + platform 60.00
     assert f"${1155.84 + 330.24 + 206.40 + 60.00:,.2f}" in summary_text
-    assert summary_text.index("*research*") < summary_text.index("*unallocated*") < summary_text.index("*training*")
+    assert summary_text.index("*research*") < summary_text.index("*sandbox*") < summary_text.index("*training*")
     (admin_chart,) = _files_in(fake, "C0ADMIN")
     assert fake.uploads[admin_chart["id"]] == cost_chart_png(report)

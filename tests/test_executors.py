@@ -4,20 +4,23 @@ in-memory cluster used by the demo and dry runs."""
 from __future__ import annotations
 
 import json
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import kubernetes.client
 import pytest
 
 from actions.executors import (
     REPLICAS_ANNOTATION,
     STOPPED_ANNOTATION,
     ExecutorError,
-    InMemoryCluster,
     KubernetesWriter,
 )
+from actions.in_memory_cluster import InMemoryCluster
 from actions.model import ActionVerb, ObjectRef, ProposedAction
 from tests.fakes.kube_api import FakeKubeApi
+from tests.waiting import wait_for
 
 DUMP = (Path(__file__).resolve().parent.parent / "bot" / "demo_data" / "cluster.json").read_bytes()
 NOW = datetime(2026, 11, 20, 12, 5, tzinfo=timezone.utc)
@@ -243,13 +246,51 @@ def test_api_refusal_names_the_object_and_the_message(fake, writer):
     assert "cannot patch" in str(info.value) and info.value.status == 403
 
 
-def test_a_hung_api_server_fails_the_action_instead_of_holding_it(fake):
+def test_a_hung_api_server_does_not_hold_the_action_and_its_outcome_is_uncertain(fake):
     path = "/apis/kubeflow.org/v1/namespaces/ml-research/notebooks/llm-explore"
-    # Long enough that, without the request timeout, the patch would go through once it ended.
-    fake.stall("PATCH", path, seconds=5)
+    # The API server applies the patch after the client gave up: only reading it back tells.
+    fake.stall("PATCH", path, seconds=1.5)
     writer = KubernetesWriter(fake.api_client(), timeout_seconds=0.5)
-    with pytest.raises(ExecutorError, match="cannot reach the Kubernetes API"):
+    started = time.monotonic()
+    with pytest.raises(ExecutorError, match="no answer from the Kubernetes API") as info:
         writer.apply(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), NOW)
+    assert time.monotonic() - started < 1.5 and info.value.uncertain
+    wait_for(lambda: STOPPED_ANNOTATION in annotations(writer.current(NOTEBOOK)), "the late patch to land", 5)
+
+
+def test_a_hung_read_fails_the_action_before_anything_is_sent(fake):
+    path = "/apis/kubeflow.org/v1/namespaces/ml-research/notebooks/llm-explore"
+    fake.stall("GET", path, seconds=2, times=5)
+    writer = KubernetesWriter(fake.api_client(), timeout_seconds=0.5)
+    with pytest.raises(ExecutorError, match="cannot reach the Kubernetes API") as info:
+        writer.apply(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), NOW)
+    assert not info.value.uncertain and patches(fake) == []
+
+
+def test_a_refused_connection_is_certain_and_a_gateway_timeout_is_not(fake):
+    closed = KubernetesWriter(kubernetes.client.ApiClient(_config("http://127.0.0.1:9")), timeout_seconds=0.5)
+    with pytest.raises(ExecutorError) as info:
+        closed.apply(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), NOW)
+    assert not info.value.uncertain
+    fake.fail("PATCH", "/apis/kubeflow.org/v1/namespaces/ml-research/notebooks/llm-explore", 504, "Timeout", "request did not complete")
+    with pytest.raises(ExecutorError) as info:
+        KubernetesWriter(fake.api_client()).apply(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), NOW)
+    assert info.value.uncertain and info.value.status == 504
+
+
+def test_current_reads_the_target_and_says_none_when_it_is_gone(fake, writer):
+    assert writer.current(NOTEBOOK)["metadata"]["name"] == "llm-explore"
+    assert writer.current(ObjectRef("kubeflow.org/v1", "Notebook", "ml-research", "nope")) is None
+
+
+def _config(host):
+    cfg = kubernetes.client.Configuration()
+    cfg.host = host
+    return cfg
+
+
+def annotations(obj):
+    return (obj.get("metadata") or {}).get("annotations") or {}
 
 
 def test_verb_that_does_not_fit_the_target_is_refused_before_any_request(fake, writer):

@@ -272,3 +272,18 @@ def test_block_action_reaches_the_action_listener(fake: FakeSlack) -> None:
 
     assert app.dispatch(bolt_request("wrong", body)).status == 401
     assert len(clicks) == 1
+
+
+def test_conversations_history_pages_newest_first_and_shows_metadata_only_when_asked():
+    with FakeSlack() as fake:
+        client = WebClient(token="xoxb-test", base_url=fake.base_url)
+        meta = {"event_type": "gpu_cost_bot_request", "event_payload": {"request_id": 7}}
+        first = client.chat_postMessage(channel="C1", text="one", metadata=meta)["ts"]
+        second = client.chat_postMessage(channel="C1", text="two")["ts"]
+        page = client.conversations_history(channel="C1", limit=1, include_all_metadata=True)
+        assert [m["ts"] for m in page["messages"]] == [second] and page["has_more"]
+        rest = client.conversations_history(channel="C1", limit=1, include_all_metadata=True,
+                                            cursor=page["response_metadata"]["next_cursor"])
+        assert rest["messages"][0]["metadata"] == meta and rest["messages"][0]["ts"] == first
+        assert "metadata" not in client.conversations_history(channel="C1")["messages"][1]
+        assert client.conversations_history(channel="C1", oldest=first)["messages"][0]["ts"] == second

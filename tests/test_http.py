@@ -11,11 +11,12 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client.parser import text_string_to_metric_families
 
 from actions.store import Store
-from bot.app import build_app
-from bot.http import serve_http, wsgi_app
-from bot.metrics import BotMetrics
-from bot.serve import Readiness
-from bot.slack_chat import web_client
+from bot.chat.slack.app import build_app
+from bot.chat.slack.front import events_route
+from bot.chat.slack.web import web_client
+from bot.service.http import serve_http, wsgi_app
+from bot.service.metrics import BotMetrics
+from bot.service.process import Readiness
 from tests.databases import *  # noqa: F403
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_requests import post_to_app, slash_command_body
@@ -57,7 +58,7 @@ def front(database_url, slack, scheduler):
     readiness = Readiness(rt.store)
     readiness.scheduler = scheduler
     bolt = build_app(rt, web_client("xoxb-test", slack.base_url), SECRET)
-    app = wsgi_app(bolt, metrics=metrics, ready=readiness, accepting=lambda: not readiness.stopping.is_set())
+    app = wsgi_app(events_route(bolt, SECRET), metrics=metrics, ready=readiness, accepting=lambda: not readiness.stopping.is_set())
     server = serve_http(app, "127.0.0.1", 0)
     try:
         yield server.url, readiness, rt, metrics
@@ -103,7 +104,7 @@ def test_socket_mode_readiness_follows_the_slack_connection(database_url):
     store = Store(database_url)
     store.migrate()
     connected = [False]
-    readiness = Readiness(store, lambda: connected[0])
+    readiness = Readiness(store, lambda: connected[0], "Slack (Socket Mode)")
     readiness.scheduler = object()  # a scheduler without ``running`` counts as running
     assert readiness() == (False, "not connected to Slack (Socket Mode)")
     connected[0] = True

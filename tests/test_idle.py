@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from actions.idle import detect_idle, judge_gpu
-from actions.model import ActionVerb, GpuTelemetry, ScalableOwner, format_time
+from actions.model import ActionVerb, GpuTelemetry, format_time
 from actions.policy import Policy, Team, TeamDirectory
 from actions.prices import PriceBook, PriceCatalog
-from actions.sources.kubeobjects import snapshot_from_kubectl_dump
+from actions.sources.kubectl_dump import snapshot_from_kubectl_dump
 from actions.sources.recorded import RecordedTelemetry
 
 DEMO = Path(__file__).resolve().parent.parent / "bot" / "demo_data"
@@ -48,13 +48,14 @@ def test_only_the_idle_notebook_is_found_in_the_fleet(fleet):
     assert (f.consumer_kind, f.gpus, f.node) == ("Notebook", 1, "gpu-od-1")
     assert f.action.verb is ActionVerb.STOP_NOTEBOOK
     assert (f.action.target.api_version, f.action.target.kind) == ("kubeflow.org/v1", "Notebook")
-    # p5.48xlarge on-demand from the bundled catalog: $98.32 / 8 GPUs per GPU-hour.
+    # p5.48xlarge on-demand from the bundled catalog (after AWS's 2025-06-01 cut): $55.04 / 8 GPUs
+    # = $6.88 per GPU-hour.
     assert f.price.instance_type == "p5.48xlarge"
-    assert f.usd_per_hour == pytest.approx(98.32 / 8)
+    assert f.usd_per_hour == pytest.approx(55.04 / 8)
     assert f.price.source and f.price.as_of
     # Telemetry starts at 06:00 and never shows activity: idle for 6 hours, priced.
     assert f.idle_seconds == 6 * 3600
-    assert f.usd_so_far == pytest.approx(6 * 98.32 / 8)
+    assert f.usd_so_far == pytest.approx(6 * 55.04 / 8)  # 6 h x $6.88 = $41.28
     ev = f.evidence[0]
     assert ev.verdict == "idle" and ev.peak_engine_pct == 0
     assert 120 < ev.mean_power_w < 135  # real H100 holding a model: 124-127 W
@@ -69,13 +70,17 @@ def test_serving_at_zero_utilization_is_busy_by_power(fleet):
 
 
 def test_the_serving_pod_is_proposed_if_its_power_were_idle(fleet):
-    # Proves the Kueue pod-integration path reaches the detector: only power held it back.
+    # Proves the Kueue pod-integration path reaches the detector: only power held it back. Kueue
+    # gives every Deployment pod its own Workload (kueue site/content/en/docs/tasks/run/deployment.md);
+    # deactivating it would only make the ReplicaSet start a new pod, so the Deployment is scaled.
     snapshot, telemetry = fleet
     telemetry = replace_gpu(telemetry, "chat-api-6f7d8b9c4-x2x9z", mean_power_w=110.0)
     keys = {f.key: f for f in detect(snapshot, telemetry)}
-    f = keys["idle-workload/serving/pod-chat-api-6f7d8b9c4-x2x9z-5e6f7"]
-    assert f.action.verb is ActionVerb.DEACTIVATE_WORKLOAD
-    assert f.action.target.api_version.startswith("kueue.x-k8s.io/")
+    f = keys["idle-serving/serving/Deployment/chat-api"]
+    assert f.action.verb is ActionVerb.SCALE_TO_ZERO
+    assert (f.action.target.api_version, f.action.target.kind, f.action.target.name) == ("apps/v1", "Deployment", "chat-api")
+    assert f.workload is None  # one Workload per pod: none of them is the consumer
+    assert f.subject == "Deployment serving/chat-api"
 
 
 def test_missing_samples_are_unknown_not_idle(fleet):
@@ -151,8 +156,13 @@ def test_teams_come_from_config(fleet):
 def test_selector_notebook_in_a_statefulset_is_scaled_to_zero(fleet):
     snapshot, telemetry = fleet
     snap = replace_pod(snapshot, "llm-explore-0", labels={"app": "my-notebook"})
-    sts = snapshot.statefulsets
-    assert any(s.name == "llm-explore" for s in sts)
+    # Without the notebook-name label the owner chain still leads to the Notebook, which is stopped
+    # rather than its StatefulSet scaled (the Notebook controller would scale it back).
+    (f,) = detect(snap, telemetry, Policy(notebook_selector={"app": "my-notebook"}))
+    assert f.action.verb is ActionVerb.STOP_NOTEBOOK
+    # A StatefulSet of its own is scaled to zero.
+    sts = tuple(dataclasses.replace(s, owners=()) if s.name == "llm-explore" else s for s in snapshot.statefulsets)
+    snap = dataclasses.replace(snap, statefulsets=sts)
     (f,) = detect(snap, telemetry, Policy(notebook_selector={"app": "my-notebook"}))
     assert f.action.verb is ActionVerb.SCALE_TO_ZERO
     assert (f.action.target.kind, f.action.target.name) == ("StatefulSet", "llm-explore")
@@ -166,11 +176,12 @@ def test_multi_gpu_consumer_is_idle_only_when_every_gpu_is(fleet):
     idle = dict(peak_engine_pct=0.0, mean_power_w=120.0, last_active=None)
     gpus[pre[0]] = dataclasses.replace(gpus[pre[0]], **idle)
     half = dataclasses.replace(telemetry, gpus=tuple(gpus))
-    assert all(f.name != "job-pretrain-1a2b3" for f in detect(snapshot, half))
+    assert all(f.name != "pretrain" for f in detect(snapshot, half))
     gpus[pre[1]] = dataclasses.replace(gpus[pre[1]], **idle)
     both = dataclasses.replace(telemetry, gpus=tuple(gpus))
-    f = next(f for f in detect(snapshot, both) if f.name == "job-pretrain-1a2b3")
-    assert f.gpus == 2 and f.usd_per_hour == pytest.approx(2 * 98.32 / 8)
+    f = next(f for f in detect(snapshot, both) if f.name == "pretrain")
+    assert (f.consumer_kind, f.workload, f.action.target.name) == ("Job", "job-pretrain-1a2b3", "job-pretrain-1a2b3")
+    assert f.gpus == 2 and f.usd_per_hour == pytest.approx(2 * 55.04 / 8)  # 2 x $6.88 = $13.76 an hour
 
 
 def test_gpu_telemetry_judge_reports_both_signals():

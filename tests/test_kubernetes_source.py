@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from actions.model import CapacityType, OwnerRef
-from actions.sources.kubeobjects import capacity_type, snapshot_from_kubectl_dump
+from actions.model import CapacityType, OwnerRef, asks_not_to_disrupt
+from actions.sources.kubectl_dump import snapshot_from_kubectl_dump
+from actions.sources.kubeobjects import capacity_type
 from actions.sources.kubernetes import ClusterReadError, KubernetesSource
 from tests.fakes.kube_api import FakeKubeApi
 
@@ -54,14 +55,14 @@ def test_dump_gives_the_fleets_gpu_pods_only(dump):
         ("training", "finetune-spot-worker-0"): 1,
     }
     explore = pods["ml-research", "llm-explore-0"]
-    assert explore.owners == (OwnerRef("apps/v1", "StatefulSet", "llm-explore", controller=True),)
+    assert explore.owners == (OwnerRef("apps/v1", "StatefulSet", "llm-explore", controller=True, uid="8774e707-f074-5a77-a2a9-3a5301b1caa7"),)
     assert explore.labels["notebook-name"] == "llm-explore"
     assert explore.node == "gpu-od-1" and explore.phase == "Running"
     assert explore.created == T0 and explore.started == T0
     assert explore.gpu_resource == "nvidia.com/gpu"
     assert pods["serving", "chat-api-6f7d8b9c4-x2x9z"].owners[0].kind == "ReplicaSet"
     assert pods["training", "pretrain-worker-0"].owners == (
-        OwnerRef("batch/v1", "Job", "pretrain", controller=True),
+        OwnerRef("batch/v1", "Job", "pretrain", controller=True, uid="f0b81c1e-5336-5eaa-b39a-5753b01f7591"),
     )
 
 
@@ -96,7 +97,7 @@ def test_dump_gives_workloads_notebooks_and_owners(dump):
         True,
     )
     assert pretrain.gpus == 2 and pretrain.flavors == ("h100-on-demand",)
-    assert pretrain.owners == (OwnerRef("batch/v1", "Job", "pretrain", controller=True),)
+    assert pretrain.owners == (OwnerRef("batch/v1", "Job", "pretrain", controller=True, uid="f0b81c1e-5336-5eaa-b39a-5753b01f7591"),)
     assert wls["job-finetune-spot-9f8e7"].flavors == ("h100-spot",)
     assert wls["pod-chat-api-6f7d8b9c4-x2x9z-5e6f7"].owners[0].kind == "Pod"
     pending = wls["job-eval-4d5e6"]
@@ -154,6 +155,8 @@ def test_mig_slices_limits_only_and_deactivated(dump):
         ({"karpenter.sh/capacity-type": "reserved"}, CapacityType.RESERVED),
         ({"eks.amazonaws.com/capacityType": "ON_DEMAND"}, CapacityType.ON_DEMAND),
         ({"eks.amazonaws.com/capacityType": "SPOT"}, CapacityType.SPOT),
+        # EKS CreateNodegroup capacityType CAPACITY_BLOCK (EC2 Capacity Blocks for ML): paid up front
+        ({"eks.amazonaws.com/capacityType": "CAPACITY_BLOCK"}, CapacityType.RESERVED),
         ({"cloud.google.com/gke-spot": "true"}, CapacityType.SPOT),
         ({"cloud.google.com/gke-preemptible": "true"}, CapacityType.SPOT),
         ({"kubernetes.azure.com/scalesetpriority": "spot"}, CapacityType.SPOT),
@@ -296,3 +299,13 @@ def test_load_kube_config_reads_a_kubeconfig_file(dump, tmp_path):
         client = load_kube_config(str(kubeconfig), "fake")
         assert len(KubernetesSource(client).snapshot(NOW).pods) == 5
         assert {r.authorization for r in fake.requests} == {"Bearer t0ken"}
+
+
+@pytest.mark.parametrize(
+    "value, holds",
+    # Karpenter's karpenter.sh/do-not-disrupt: "true", or since v1.12 a Go duration the pod is
+    # protected for (kubernetes-sigs/karpenter pkg/apis/v1 DoNotDisruptAnnotationKey).
+    [("true", True), ("30m", True), ("1h30m", True), ("false", False), ("", False), ("yes", False), (None, False)],
+)
+def test_do_not_disrupt_values(value, holds):
+    assert asks_not_to_disrupt(value) is holds

@@ -12,7 +12,7 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from actions.lease import LeaseClient, LeaseConflict, LeaseError, LeaseRecord, format_micro_time, parse_micro_time
-from bot.leader import (
+from bot.service.leader import (
     ElectionTiming,
     LeaderElector,
     lease_namespace,

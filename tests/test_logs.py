@@ -15,10 +15,12 @@ import urllib.request
 
 import pytest
 
-from bot import blocks, logs
-from bot.app import build_app
-from bot.http import serve_http, wsgi_app
-from bot.slack_chat import web_client
+from bot.chat.blocks import proposals
+from bot.chat.slack.app import build_app
+from bot.chat.slack.front import events_route
+from bot.chat.slack.web import web_client
+from bot.service import logs
+from bot.service.http import serve_http, wsgi_app
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_requests import block_actions_body, post_to_app, slash_command_body
 from tests.test_approvals import CHANNEL, OTHER, make_runtime, sweep
@@ -94,7 +96,7 @@ def _json_line_fields():
 def served(tmp_path):
     with FakeSlack() as slack:
         rt = make_runtime(f"sqlite:///{tmp_path}/bot.db", slack)
-        server = serve_http(wsgi_app(build_app(rt, web_client("xoxb-test", slack.base_url), SECRET)), "127.0.0.1", 0)
+        server = serve_http(wsgi_app(events_route(build_app(rt, web_client("xoxb-test", slack.base_url), SECRET), SECRET)), "127.0.0.1", 0)
         try:
             yield rt, slack, server.url
         finally:
@@ -106,7 +108,7 @@ def test_an_http_request_logs_its_id(served, json_lines):
     request = urllib.request.Request(f"{url}/slack/events", headers={"X-Request-Id": "abc-123"})
     with pytest.raises(urllib.error.HTTPError):
         urllib.request.urlopen(request)
-    (line,) = [l for l in json_lines() if l["logger"] == "bot.http"]
+    (line,) = [l for l in json_lines() if l["logger"] == "bot.service.http"]
     assert line["request_id"] == "abc-123" and line["status"] == 405 and line["method"] == "GET"
     assert line["message"] == "GET /slack/events 405" and line["level"] == "INFO"
     assert isinstance(line["duration_ms"], float)
@@ -116,19 +118,19 @@ def test_a_button_press_logs_with_its_trigger_id_in_the_listener_thread(served, 
     rt, slack, url = served
     sweep(rt)
     (req,) = rt.store.list_requests()
-    body = block_actions_body(blocks.APPROVE, str(req.id), OTHER, CHANNEL, req.message_ts, slack.response_url("press"))
+    body = block_actions_body(proposals.APPROVE, str(req.id), OTHER, CHANNEL, req.message_ts, slack.response_url("press"))
     trigger_id = json.loads(urllib.parse.parse_qs(body)["payload"][0])["trigger_id"]
     assert post_to_app(f"{url}/slack/events", SECRET, body)[0] == 200
     wait_for(lambda: slack.responses_to("press"), "the refusal", timeout=10)
-    lines = wait_for(lambda: [l for l in json_lines() if l["logger"] == "bot.app"], "the listener's line", timeout=10)
+    lines = wait_for(lambda: [l for l in json_lines() if l["logger"] == "bot.chat.slack.app"], "the listener's line", timeout=10)
     # Logged by the listener after the ack, on Bolt's worker thread.
-    assert lines[0]["message"].startswith(f"press {blocks.APPROVE} on #{req.id} by {OTHER}")
+    assert lines[0]["message"].startswith(f"press {proposals.APPROVE} on #{req.id} by {OTHER}")
     assert lines[0]["request_id"] == trigger_id
-    (named,) = [l for l in json_lines() if l["logger"] == "bot.logs"]
+    (named,) = [l for l in json_lines() if l["logger"] == "bot.chat.slack.request_ids"]
     assert named["message"] == "slack block_actions" and named["request_id"] == trigger_id
-    assert named["actions"] == [blocks.APPROVE] and named["slack_user"] == OTHER
+    assert named["actions"] == [proposals.APPROVE] and named["slack_user"] == OTHER
     # The HTTP request's own id joins the access line to Slack's id.
-    (access,) = [l for l in json_lines() if l["logger"] == "bot.http" and l.get("path") == "/slack/events"]
+    (access,) = [l for l in json_lines() if l["logger"] == "bot.service.http" and l.get("path") == "/slack/events"]
     assert access["request_id"] == named["http_request_id"] != trigger_id
 
 
@@ -136,7 +138,7 @@ def test_a_slash_command_is_logged_with_its_trigger_id(served, json_lines):
     _, slack, url = served
     body = slash_command_body(text="help", user_id="U0ASKER", response_url=slack.response_url("help"))
     assert post_to_app(f"{url}/slack/events", SECRET, body)[0] == 200
-    (named,) = [l for l in json_lines() if l["logger"] == "bot.logs"]
+    (named,) = [l for l in json_lines() if l["logger"] == "bot.chat.slack.request_ids"]
     assert named["message"] == "slack /gpu" and named["request_id"] == dict(urllib.parse.parse_qsl(body))["trigger_id"]
 
 

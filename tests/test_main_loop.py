@@ -19,12 +19,13 @@ from actions.prices import PriceBook, PriceCatalog
 from actions.sources.kubernetes import KubernetesSource
 from actions.sources.prometheus import PrometheusTelemetry
 from actions.store import Store
-from bot import blocks
-from bot.app import build_app
-from bot.runtime import Runtime
-from bot.scheduler import sweep_job
-from bot.serve import wsgi_app
-from bot.slack_chat import SlackChat, UserGroups, web_client
+from bot.chat.blocks import proposals
+from bot.chat.runtime import Runtime
+from bot.chat.slack.app import build_app
+from bot.chat.slack.front import events_route
+from bot.chat.slack.web import SlackChat, UserGroups, web_client
+from bot.service.http import wsgi_app
+from bot.wiring import sweep_for
 from tests.databases import *  # noqa: F403
 from tests.fakes.kube_api import FakeKubeApi
 from tests.fakes.slack_api import FakeSlack
@@ -73,7 +74,7 @@ def world(fleet_prometheus, database_url):  # noqa: F811
             clock=clock,
             group_members=UserGroups(client).members,
         )
-        server = make_server("127.0.0.1", 0, wsgi_app(build_app(rt, client, SECRET)), handler_class=_Quiet)
+        server = make_server("127.0.0.1", 0, wsgi_app(events_route(build_app(rt, client, SECRET), SECRET)), handler_class=_Quiet)
         thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         thread.start()
         try:
@@ -102,7 +103,9 @@ def notebook_patches(kube):
 def test_idle_notebook_is_proposed_approved_stopped_and_restored(world):
     rt, slack, kube, url = world
 
-    assert sweep_job(rt) == {"proposed": 1, "updated": 0, "superseded": 0, "expired": 0, "reproposed": 0}
+    assert sweep_for(rt).once() == {
+        "proposed": 1, "updated": 0, "superseded": 0, "expired": 0, "reproposed": 0, "acted": 0, "left": 0,
+    }
     posts = slack.calls_to("chat.postMessage")
     assert [p["channel"] for p in posts] == [CHANNELS["research"]]  # training and serving are busy
     (req,) = rt.store.list_requests()
@@ -112,12 +115,12 @@ def test_idle_notebook_is_proposed_approved_stopped_and_restored(world):
     assert 120 < finding["evidence"][0]["mean_power_w"] < 135
 
     rt.clock.now = RECHECK_AT
-    press(url, slack, blocks.APPROVE, req.id, OTHER, req.message_ts, "other")
+    press(url, slack, proposals.APPROVE, req.id, OTHER, req.message_ts, "other")
     refusal = wait_for(lambda: slack.responses_to("other"), "the refusal", timeout=20)
     assert refusal[0]["response_type"] == "ephemeral" and "Only approvers" in refusal[0]["text"]
     assert notebook_patches(kube) == []
 
-    press(url, slack, blocks.APPROVE, req.id, APPROVER, req.message_ts, "approver")
+    press(url, slack, proposals.APPROVE, req.id, APPROVER, req.message_ts, "approver")
     wait_for(lambda: rt.store.get(req.id).state == "done", "the action", timeout=20)
     (patch,) = notebook_patches(kube)
     assert "kubeflow-resource-stopped" in patch["metadata"]["annotations"]
@@ -131,12 +134,12 @@ def test_idle_notebook_is_proposed_approved_stopped_and_restored(world):
     )
     assert f"<@{APPROVER}>" in str(message["blocks"]) and "Done: stop Notebook" in str(message["blocks"])
 
-    press(url, slack, blocks.APPROVE, req.id, APPROVER, req.message_ts, "double")
+    press(url, slack, proposals.APPROVE, req.id, APPROVER, req.message_ts, "double")
     again = wait_for(lambda: slack.responses_to("double"), "the double-click answer", timeout=20)
     assert "already done" in again[0]["text"]
     assert len(notebook_patches(kube)) == 1
 
-    press(url, slack, blocks.RESTORE, req.id, APPROVER, req.message_ts, "restore")
+    press(url, slack, proposals.RESTORE, req.id, APPROVER, req.message_ts, "restore")
     wait_for(lambda: rt.store.get(req.id).state == "restored", "the restore", timeout=20)
     assert notebook_patches(kube)[-1]["metadata"]["annotations"] == {"kubeflow-resource-stopped": None}
     nb = kube.get("Notebook", "ml-research", "llm-explore")

@@ -16,14 +16,15 @@ from actions.prices import PriceBook, PriceCatalog
 from actions.sources.kubernetes import KubernetesSource
 from actions.sources.prometheus import PrometheusTelemetry
 from actions.store import Store
-from bot import blocks
-from bot.app import build_app
-from bot.approvals import Approvals
-from bot.http import serve_http, wsgi_app
-from bot.metrics import BotMetrics
-from bot.runtime import Runtime
-from bot.scheduler import sweep_job
-from bot.slack_chat import SlackChat, UserGroups, web_client
+from bot.chat.approvals import Approvals
+from bot.chat.blocks import proposals
+from bot.chat.runtime import Runtime
+from bot.chat.slack.app import build_app
+from bot.chat.slack.front import events_route
+from bot.chat.slack.web import SlackChat, UserGroups, web_client
+from bot.service.http import serve_http, wsgi_app
+from bot.service.metrics import BotMetrics
+from bot.wiring import sweep_for
 from tests.fakes.kube_api import FakeKubeApi
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_requests import block_actions_body, post_to_app
@@ -74,7 +75,7 @@ def world(fleet_prometheus, tmp_path):  # noqa: F811
             group_members=UserGroups(client, metrics=metrics).members,
             metrics=metrics,
         )
-        server = serve_http(wsgi_app(build_app(rt, client, SECRET), metrics=metrics), "127.0.0.1", 0)
+        server = serve_http(wsgi_app(events_route(build_app(rt, client, SECRET), SECRET), metrics=metrics), "127.0.0.1", 0)
         try:
             yield rt, slack, kube, server.url
         finally:
@@ -87,7 +88,7 @@ def test_a_sweep_and_an_approval_show_in_the_metrics(world):
     assert before[("gpu_cost_bot_sweeps_total", (("outcome", "ok"),))] == 0
     assert before[("gpu_cost_bot_reclaimed_usd_per_hour", ())] == 0
 
-    assert sweep_job(rt)["proposed"] == 1
+    assert sweep_for(rt).once()["proposed"] == 1
     m = scrape(url)
     assert m[("gpu_cost_bot_sweeps_total", (("outcome", "ok"),))] == 1
     assert m[("gpu_cost_bot_sweep_duration_seconds_count", (("phase", "detect"),))] == 1
@@ -99,7 +100,7 @@ def test_a_sweep_and_an_approval_show_in_the_metrics(world):
 
     (req,) = rt.store.list_requests()
     rt.clock.now = RECHECK_AT
-    body = block_actions_body(blocks.APPROVE, str(req.id), APPROVER, CHANNEL, req.message_ts, slack.response_url("ok"))
+    body = block_actions_body(proposals.APPROVE, str(req.id), APPROVER, CHANNEL, req.message_ts, slack.response_url("ok"))
     assert post_to_app(f"{url}/slack/events", SECRET, body)[0] == 200
     wait_for(lambda: rt.store.get(req.id).state == "done", "the action", timeout=20)
     m = wait_for(
@@ -119,14 +120,14 @@ def test_api_errors_are_counted(world):
     rt, slack, kube, url = world
     # The API server refuses the pod list: the sweep fails and says why.
     kube.fail("GET", "/api/v1/pods", 503, "ServiceUnavailable", "etcd is down")
-    assert sweep_job(rt) is None
+    assert sweep_for(rt).once() is None
     m = scrape(url)
     assert m[("gpu_cost_bot_sweeps_total", (("outcome", "error"),))] == 1
     assert m[("gpu_cost_bot_kubernetes_api_errors_total", (("operation", "read"),))] >= 1
 
     # Slack refuses the post: counted by method (the request is kept and posted next sweep).
     slack.fail_next("chat.postMessage", error="channel_not_found")
-    sweep_job(rt)
+    sweep_for(rt).once()
     m = scrape(url)
     assert m[("gpu_cost_bot_slack_api_errors_total", (("method", "chat.postMessage"),))] == 1
     assert m[("gpu_cost_bot_sweeps_total", (("outcome", "ok"),))] == 1
@@ -134,11 +135,11 @@ def test_api_errors_are_counted(world):
     # An unreadable user group counts too, and grants nobody.
     slack.fail_next("usergroups.users.list", error="missing_scope")
     (req,) = rt.store.list_requests()
-    assert Approvals(rt).approvers_of("research") == {APPROVER}
+    assert rt.approvers_of("research") == {APPROVER}
     assert scrape(url)[("gpu_cost_bot_slack_api_errors_total", (("method", "usergroups.users.list"),))] == 1
 
     # The API server refuses the patch: the action fails, counted by verb and step.
-    sweep_job(rt)  # posts the message this time
+    sweep_for(rt).once()  # posts the message this time
     rt.clock.now = RECHECK_AT
     kube.fail("PATCH", "/apis/kubeflow.org/v1/namespaces/ml-research/notebooks/llm-explore", 403, "Forbidden", "no RBAC")
     outcome = Approvals(rt).approve(req.id, APPROVER)

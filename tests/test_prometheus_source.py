@@ -168,7 +168,7 @@ def test_queries_follow_the_policy_and_their_number_does_not() -> None:
     other = telemetry_queries(
         Policy(window_seconds=1800, sample_step_seconds=30, engine_idle_pct=5, activity_lookback_seconds=86400)
     )
-    assert default.keys() == other.keys() and len(default) == 5
+    assert default.keys() == other.keys() and len(default) == 6  # one more than before: the power limit, for GPUs without an idle ceiling
     assert "[3600s:60s]" in default["coverage"] and "[1800s:30s]" in other["coverage"]
     assert "> 5" in other["last_active"] and "[86400s:300s]" in other["last_active"]
     assert all("exported_pod" in q for q in default.values())
@@ -263,13 +263,14 @@ def test_a_series_that_stopped_20_minutes_ago_has_too_little_coverage(small_flee
 # --- failures --------------------------------------------------------------------------------------
 
 
-def test_unreachable_prometheus_raises_telemetry_error_naming_url_and_query() -> None:
+def test_unreachable_prometheus_raises_telemetry_error_naming_url_and_cause() -> None:
     url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(TelemetryError) as err:
         PrometheusTelemetry(url, attempts=2, timeout_seconds=5).fetch(SWEEP_AT, POLICY)
     message = str(err.value)
-    assert url in message and "unreachable" in message
-    assert "DCGM_FI_DEV_GPU_UTIL" in message
+    assert message == f"Prometheus at {url} is unreachable (Connection refused; tried 2 times): check prometheus.url"
+    # The PromQL is kept for the log, not put in front of a person.
+    assert "DCGM_FI_DEV_GPU_UTIL" in err.value.promql and err.value.status is None
 
 
 class _SlowQueries(BaseHTTPRequestHandler):
@@ -311,7 +312,11 @@ def test_prometheus_error_status_raises_telemetry_error(fleet_prometheus: str) -
     url = f"{fleet_prometheus}/no-such-prefix"
     with pytest.raises(TelemetryError) as err:
         PrometheusTelemetry(url).fetch(SWEEP_AT, POLICY)
-    assert url in str(err.value) and "404" in str(err.value)
+    assert str(err.value) == (
+        f"Prometheus at {url} answered HTTP 404 to the peak_engine query: "
+        "no Prometheus API there (prometheus.url should end before /api/v1)"
+    )
+    assert err.value.status == 404
 
 
 def test_naive_at_is_refused() -> None:

@@ -16,10 +16,10 @@ from actions.queue import queue_report, wait_sentence
 from actions.sources.kubernetes import KubernetesSource
 from actions.sources.recorded import RecordedTelemetry
 from actions.store import Store
-from bot.approvals import Approvals
-from bot.commands import CommandContext, dispatch
-from bot.console import ConsoleChat
-from bot.runtime import Runtime
+from bot.chat.commands import CommandContext, dispatch
+from bot.chat.console import ConsoleChat
+from bot.chat.proposals import Proposals
+from bot.chat.runtime import Runtime
 from tests.databases import sqlite_url  # noqa: F401 (fixture)
 from tests.fakes.kube_api import FakeKubeApi
 from tests.test_approvals import DEMO, T0, Clock
@@ -67,7 +67,7 @@ def test_queue_shows_waits_and_idle_gpus_elsewhere_in_both_kueue_versions(versio
     with FakeKubeApi.from_list_json((DEMO / "cluster.json").read_bytes(), kueue_versions=versions) as kube:
         rt = runtime(kube, sqlite_url)
         now = rt.clock()
-        Approvals(rt).reconcile(rt.find_idle(now), now)  # proposes the idle research notebook: request #1
+        Proposals(rt).reconcile(rt.detect(now), now)  # proposes the idle research notebook: request #1
         kube.clear_requests()
         reply = dispatch("queue", CommandContext(user="U1", prices=rt.prices, rt=rt))
         paths = [r.path for r in kube.requests]
@@ -151,10 +151,10 @@ def test_pending_workload_learns_its_cluster_queue_and_flavor_from_admitted_ones
     assert (p.cluster_queue, p.flavors, p.gpu_family, p.waiting_seconds) == ("cq-gpu", ("a100-reserved",), "A100", 10800)
     (idle,) = report.idle_elsewhere["uid-waiting"]
     assert (idle.team, idle.gpus, idle.usd_per_hour, idle.where, idle.request_ids) == (
-        "b", 6, 15.0, ("notebooks", "Workloads"), (12,)
+        "b", 6, 15.0, ("notebooks", "jobs"), (12,)
     )
     assert wait_sentence(p, report.idle_elsewhere["uid-waiting"]) == (
-        "a waits 3h for 8 A100; b holds 6 idle A100 in notebooks and Workloads (request #12 awaits approval)"
+        "a waits 3h for 8 A100; b holds 6 idle A100 in notebooks and jobs (request #12 awaits approval)"
     )
 
 

@@ -22,9 +22,9 @@ import sqlalchemy as sa
 from apscheduler.triggers.interval import IntervalTrigger
 
 from actions.lease import parse_micro_time
-from bot.leader import JITTER
-from bot.runtime import Runtime
-from bot.scheduler import ScheduledJob, run_sweeps_forever
+from actions.store import Store
+from bot.jobs.scheduler import ScheduledJob, run_jobs_forever
+from bot.service.leader import JITTER
 from bot.settings import Settings
 from tests.databases import *  # noqa: F403
 from tests.fakes.kube_api import FakeKubeApi
@@ -42,13 +42,17 @@ UTC = timezone.utc
 # --- the replica process -------------------------------------------------------------------------------
 
 
-def record_run(rt: Runtime, settings: Settings, scheduled_at: datetime) -> None:
+def record_run(store: Store, holder: str):
     """The scheduled job: one row per time its body runs (no uniqueness here, so a double run shows)."""
-    with rt.store.engine.begin() as connection:
-        connection.execute(
-            sa.text("INSERT INTO probe_run (holder, scheduled_at) VALUES (:holder, :at)"),
-            {"holder": settings.leader_election.identity, "at": scheduled_at},
-        )
+
+    def run(scheduled_at: datetime) -> None:
+        with store.engine.begin() as connection:
+            connection.execute(
+                sa.text("INSERT INTO probe_run (holder, scheduled_at) VALUES (:holder, :at)"),
+                {"holder": holder, "at": scheduled_at},
+            )
+
+    return run
 
 
 def replica_main() -> None:
@@ -67,8 +71,9 @@ def replica_main() -> None:
             "retry_period_seconds": RETRY_PERIOD,
         },
     )
-    job = ScheduledJob(PROBE, lambda s: IntervalTrigger(seconds=INTERVAL.total_seconds(), timezone=UTC), record_run)
-    run_sweeps_forever(runtime(settings), settings, jobs=[job])
+    store = runtime(settings).store
+    job = ScheduledJob(PROBE, IntervalTrigger(seconds=INTERVAL.total_seconds(), timezone=UTC), record_run(store, identity))
+    run_jobs_forever(store, [job], settings.leader_election, settings.kubernetes)
 
 
 # --- the test ------------------------------------------------------------------------------------------

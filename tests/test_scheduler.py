@@ -16,17 +16,10 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from bot.runtime import Runtime
-from bot.scheduler import (
-    JOBS,
-    JOBSTORE_TABLE,
-    ScheduledJob,
-    JobBinding,
-    run_scheduled,
-    start_background,
-)
+from bot.chat.runtime import Runtime
+from bot.jobs.scheduler import JOBSTORE_TABLE, JobBinding, ScheduledJob, run_scheduled
 from bot.settings import Settings
-from bot.wiring import build_runtime
+from bot.wiring import background_for, build_runtime, scheduled_jobs
 from tests.databases import *  # noqa: F403
 from tests.fakes.kube_api import FakeKubeApi
 from tests.waiting import wait_for
@@ -55,18 +48,22 @@ def runtime(settings: Settings) -> Runtime:
 
 
 class Probe:
-    """A job body that notes each (holder, scheduled_at) it ran for; ``fail`` makes it raise."""
+    """A job body that notes each (replica, scheduled_at) it ran for; ``fail`` makes it raise.
+    ``probe.on(replica)`` is the body as that replica runs it."""
 
     def __init__(self, fail: bool = False):
         self.runs: list[tuple[str, datetime]] = []
         self.fail = fail
         self._lock = threading.Lock()
 
-    def __call__(self, rt: Runtime, settings: Settings, scheduled_at: datetime) -> None:
-        with self._lock:
-            self.runs.append((settings.leader_election.identity, scheduled_at))
-        if self.fail:
-            raise ValueError("the digest renderer broke")
+    def on(self, replica: str):
+        def run(scheduled_at: datetime) -> None:
+            with self._lock:
+                self.runs.append((replica, scheduled_at))
+            if self.fail:
+                raise ValueError("the digest renderer broke")
+
+        return run
 
     def times(self) -> list[datetime]:
         with self._lock:
@@ -93,16 +90,16 @@ def settings(database_url) -> Settings:
 # --- declared jobs ----------------------------------------------------------------------------------
 
 
-def test_the_idle_sweep_is_declared_with_the_configured_interval():
-    (sweep,) = [j for j in JOBS if j.id == "idle-sweep"]
-    trigger = sweep.trigger(Settings(sweep={"interval_seconds": 600}))
-    assert isinstance(trigger, IntervalTrigger) and trigger.interval == timedelta(seconds=600)
+def test_the_idle_sweep_is_declared_with_the_configured_interval(settings):
+    configured = settings.model_copy(update={"sweep": settings.sweep.model_copy(update={"interval_seconds": 600})})
+    (sweep,) = [j for j in scheduled_jobs(runtime(settings), configured) if j.id == "idle-sweep"]
+    assert isinstance(sweep.trigger, IntervalTrigger) and sweep.trigger.interval == timedelta(seconds=600)
     assert sweep.first_run_at_start
 
 
 def test_the_idle_sweep_runs_as_a_claimed_job(settings):
     rt = runtime(settings)
-    background = start_background(rt, settings)
+    background = background_for(rt, settings)
     try:
         assert background.running and background.scheduling  # no election: this replica schedules
         run = wait_for(lambda: [r for r in rt.store.job_runs("idle-sweep") if r.outcome], "the first sweep")[0]
@@ -121,10 +118,10 @@ def test_each_run_is_claimed_with_its_fire_time_and_outcome_and_failures_do_not_
     rt = runtime(settings)
     probe, broken = Probe(), Probe(fail=True)
     jobs = [
-        ScheduledJob("probe", lambda s: IntervalTrigger(seconds=0.5, timezone=UTC), probe),
-        ScheduledJob("digest", lambda s: IntervalTrigger(seconds=0.5, timezone=UTC), broken),
+        ScheduledJob("probe", IntervalTrigger(seconds=0.5, timezone=UTC), probe.on("replica-a")),
+        ScheduledJob("digest", IntervalTrigger(seconds=0.5, timezone=UTC), broken.on("replica-a")),
     ]
-    background = start_background(rt, settings, jobs=jobs)
+    background = background_for(rt, settings, jobs)
     try:
         wait_for(lambda: len(probe.times()) >= 2, "two runs")
         wait_for(lambda: len([r for r in rt.store.job_runs("digest") if r.outcome]) >= 2, "two finished failing runs")
@@ -144,10 +141,10 @@ def test_each_run_is_claimed_with_its_fire_time_and_outcome_and_failures_do_not_
 def test_a_run_claimed_by_one_replica_is_not_run_by_another(settings):
     rt = runtime(settings)
     probe = Probe()
-    job = ScheduledJob("weekly-digest", lambda s: CronTrigger.from_crontab("0 9 * * mon", timezone=UTC), probe)
+    trigger = CronTrigger.from_crontab("0 9 * * mon", timezone=UTC)
     due = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
-    a = JobBinding(job, rt, settings.model_copy(update={"leader_election": settings.leader_election.model_copy(update={"identity": "a"})}), "a")
-    b = JobBinding(job, rt, settings.model_copy(update={"leader_election": settings.leader_election.model_copy(update={"identity": "b"})}), "b")
+    a = JobBinding(ScheduledJob("weekly-digest", trigger, probe.on("a")), rt.store, "a", rt.clock)
+    b = JobBinding(ScheduledJob("weekly-digest", trigger, probe.on("b")), rt.store, "b", rt.clock)
     assert run_scheduled("weekly-digest", scheduled_at=due, binding=a) == "ran"
     assert run_scheduled("weekly-digest", scheduled_at=due, binding=b) == "claimed-elsewhere"
     assert run_scheduled("weekly-digest", scheduled_at=due + timedelta(days=7), binding=b) == "ran"
@@ -158,9 +155,9 @@ def test_a_run_claimed_by_one_replica_is_not_run_by_another(settings):
 def test_racing_replicas_run_a_scheduled_run_once(settings):
     rt = runtime(settings)
     probe = Probe()
-    job = ScheduledJob("alerts", lambda s: IntervalTrigger(seconds=900, timezone=UTC), probe)
+    job = ScheduledJob("alerts", IntervalTrigger(seconds=900, timezone=UTC), probe.on("replica-a"))
     due = datetime(2026, 11, 23, 9, 15, tzinfo=UTC)
-    bindings = [JobBinding(job, rt, settings, f"replica-{i}") for i in range(6)]
+    bindings = [JobBinding(job, rt.store, f"replica-{i}", rt.clock) for i in range(6)]
     results: list[str] = []
     barrier = threading.Barrier(len(bindings))
 
@@ -180,25 +177,25 @@ def test_racing_replicas_run_a_scheduled_run_once(settings):
 # --- the job store across restarts ---------------------------------------------------------------------
 
 
-def _hourly_from(start: datetime):
+def _hourly_from(start: datetime) -> IntervalTrigger:
     # A new trigger object each time it is built, as from the settings on each start; only its
     # first fire time is under the test's control.
-    return lambda s: IntervalTrigger(hours=1, start_date=start, timezone=UTC)
+    return IntervalTrigger(hours=1, start_date=start, timezone=UTC)
 
 
 def test_a_run_due_while_no_scheduler_ran_runs_once_at_the_next_start(settings):
     rt = runtime(settings)
     probe = Probe()
     due = datetime.now(UTC) + timedelta(seconds=1.5)
-    job = ScheduledJob("digest", _hourly_from(due), probe)
-    start_background(rt, settings, jobs=[job]).shutdown(wait=True)  # stored, then the replica goes away
+    job = ScheduledJob("digest", _hourly_from(due), probe.on("replica-a"))
+    background_for(rt, settings, [job]).shutdown(wait=True)  # stored, then the replica goes away
     assert stored_jobs(rt)["digest"][1] == due
     wait_for(lambda: datetime.now(UTC) > due + timedelta(seconds=0.3), "the run to fall due")
 
     # The next start builds the trigger again (its start date now in the past): the stored next
     # run time wins, so the missed run is still due, and runs.
-    restarted = ScheduledJob("digest", _hourly_from(datetime.now(UTC)), probe)
-    background = start_background(rt, settings, jobs=[restarted])
+    restarted = ScheduledJob("digest", _hourly_from(datetime.now(UTC)), probe.on("replica-a"))
+    background = background_for(rt, settings, [restarted])
     try:
         wait_for(lambda: probe.times(), "the missed run")
     finally:
@@ -207,7 +204,7 @@ def test_a_run_due_while_no_scheduler_ran_runs_once_at_the_next_start(settings):
     assert stored_jobs(rt)["digest"][1] == due + timedelta(hours=1)
 
     # And once only: starting again finds it claimed and the next run an hour away.
-    again = start_background(rt, settings, jobs=[restarted])
+    again = background_for(rt, settings, [restarted])
     again.shutdown(wait=True)
     assert probe.times() == [due]
     assert [r.scheduled_at for r in rt.store.job_runs("digest")] == [due]
@@ -217,10 +214,10 @@ def test_missed_runs_are_coalesced_into_the_latest(settings):
     rt = runtime(settings)
     probe = Probe()
     first = datetime.now(UTC) + timedelta(seconds=0.8)
-    job = ScheduledJob("sweep", lambda s: IntervalTrigger(seconds=0.5, start_date=first, timezone=UTC), probe)
-    start_background(rt, settings, jobs=[job]).shutdown(wait=True)
+    job = ScheduledJob("sweep", IntervalTrigger(seconds=0.5, start_date=first, timezone=UTC), probe.on("replica-a"))
+    background_for(rt, settings, [job]).shutdown(wait=True)
     wait_for(lambda: datetime.now(UTC) > first + timedelta(seconds=1.2), "three runs to be missed")
-    background = start_background(rt, settings, jobs=[job])
+    background = background_for(rt, settings, [job])
     try:
         wait_for(lambda: probe.times(), "the coalesced run")
     finally:
@@ -234,37 +231,32 @@ def test_a_changed_schedule_replaces_the_stored_one_and_undeclared_jobs_go(setti
     rt = runtime(settings)
     later = datetime.now(UTC) + timedelta(days=1)
     old = [
-        ScheduledJob("digest", lambda s: IntervalTrigger(hours=1, start_date=later, timezone=UTC), Probe()),
-        ScheduledJob("retired", lambda s: IntervalTrigger(hours=1, start_date=later, timezone=UTC), Probe()),
+        ScheduledJob("digest", IntervalTrigger(hours=1, start_date=later, timezone=UTC), Probe().on("replica-a")),
+        ScheduledJob("retired", IntervalTrigger(hours=1, start_date=later, timezone=UTC), Probe().on("replica-a")),
     ]
-    start_background(rt, settings, jobs=old).shutdown(wait=True)
+    background_for(rt, settings, old).shutdown(wait=True)
     assert set(stored_jobs(rt)) == {"digest", "retired"}
-    new = [ScheduledJob("digest", lambda s: CronTrigger.from_crontab(s.costs.digest_cron, timezone=s.costs.timezone), Probe())]
-    start_background(rt, settings, jobs=new).shutdown(wait=True)
+    new = [ScheduledJob("digest", settings.costs.digest_trigger(), Probe().on("replica-a"))]
+    background_for(rt, settings, new).shutdown(wait=True)
     stored = stored_jobs(rt)
     assert set(stored) == {"digest"}
     trigger, next_run = stored["digest"]
     assert trigger.startswith("cron[") and next_run.weekday() == 0 and next_run.hour == 9
 
 
-def test_a_job_disabled_by_the_settings_is_not_scheduled(settings):
-    rt = runtime(settings)
-    job = ScheduledJob(
-        "prices-refresh", lambda s: IntervalTrigger(hours=1, timezone=UTC), Probe(),
-        enabled=lambda s: s.prices.aws.enabled,
-    )
+def test_the_price_refresh_is_scheduled_only_when_live_prices_are_enabled(settings):
+    assert "prices-refresh" not in {j.id for j in scheduled_jobs(runtime(settings), settings)}
     enabled = Settings(database_url=settings.database_url, prices={"aws": {"enabled": True}})
-    start_background(rt, enabled, jobs=[job]).shutdown(wait=True)
-    assert set(stored_jobs(rt)) == {"prices-refresh"}
-    start_background(rt, settings, jobs=[job]).shutdown(wait=True)  # prices.aws.enabled is off by default
-    assert stored_jobs(rt) == {}
+    (refresh,) = [j for j in scheduled_jobs(runtime(enabled), enabled) if j.id == "prices-refresh"]
+    assert refresh.trigger.interval == timedelta(seconds=enabled.prices.aws.refresh_seconds)
+    assert refresh.first_run_at_start
 
 
 def test_job_ids_must_be_unique(settings):
     rt = runtime(settings)
-    job = ScheduledJob("x", lambda s: IntervalTrigger(hours=1, timezone=UTC), Probe())
+    job = ScheduledJob("x", IntervalTrigger(hours=1, timezone=UTC), Probe().on("replica-a"))
     with pytest.raises(ValueError, match="unique"):
-        start_background(rt, settings, jobs=[job, job])
+        background_for(rt, settings, [job, job])
 
 
 # --- leader election gates the scheduler -----------------------------------------------------------------
@@ -272,7 +264,7 @@ def test_job_ids_must_be_unique(settings):
 
 def test_only_the_lease_holder_runs_the_jobs_and_a_release_hands_them_over(database_url, tmp_path):
     probe = Probe()
-    job = ScheduledJob("probe", lambda s: IntervalTrigger(seconds=0.5, timezone=UTC), probe)
+    trigger = IntervalTrigger(seconds=0.5, timezone=UTC)
     with FakeKubeApi() as kube:
         kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", kube.url)
 
@@ -288,11 +280,11 @@ def test_only_the_lease_holder_runs_the_jobs_and_a_release_hands_them_over(datab
 
         sa, sb = replica("replica-a"), replica("replica-b")
         rt = runtime(sa)
-        a = start_background(rt, sa, jobs=[job])
+        a = background_for(rt, sa, [ScheduledJob("probe", trigger, probe.on("replica-a"))])
         b = None
         try:
             assert a.elector.wait_until_leading(10)
-            b = start_background(rt, sb, jobs=[job])
+            b = background_for(rt, sb, [ScheduledJob("probe", trigger, probe.on("replica-b"))])
             wait_for(lambda: len(probe.times()) >= 2, "two runs by the leader")
             assert a.scheduling and not b.scheduling and not b.elector.is_leader
             assert a.running and b.running  # both alive (and ready for Slack), one leads

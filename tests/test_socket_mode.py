@@ -13,11 +13,11 @@ import urllib.request
 
 from aiohttp import WSMsgType, web
 
-from bot.app import build_app
-from bot.metrics import BotMetrics
-from bot.serve import SlackBot
+from bot.chat.slack.app import build_app
+from bot.chat.slack.web import web_client
+from bot.service.metrics import BotMetrics
 from bot.settings import Settings
-from bot.slack_chat import web_client
+from bot.wiring import slack_process
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_requests import slash_command_body
 from tests.prometheus_server import free_port
@@ -105,7 +105,7 @@ def test_socket_mode_answers_a_slash_command_and_serves_the_probes(tmp_path):
         port = free_port()
         settings = Settings(slack={"mode": "socket"}, server={"port": port}, SLACK_APP_TOKEN="xapp-test")
         bolt = build_app(rt, web_client("xoxb-test", peer.base_url), "")
-        bot = SlackBot(settings, rt, bolt, BotMetrics(), host="127.0.0.1").start()
+        bot = slack_process(settings, rt, bolt, BotMetrics(), host="127.0.0.1").start()
         try:
             assert peer.connected.wait(10)
             assert wait_for(lambda: readyz(port)[0] == 200, "readiness")
@@ -118,8 +118,8 @@ def test_socket_mode_answers_a_slash_command_and_serves_the_probes(tmp_path):
             assert wait_for(lambda: [m for m in peer.received if m.get("envelope_id") == "env-1"], "the ack")
         finally:
             bot.stop()
-        assert not bot.socket_mode.client.is_connected()
+        assert not bot.connection.connected()
         lines = json_lines()
-    (named,) = [l for l in lines if l["logger"] == "bot.logs"]
+    (named,) = [l for l in lines if l["logger"] == "bot.chat.slack.request_ids"]
     assert named["message"] == "slack /gpu" and named["request_id"] == body["trigger_id"]
     assert "http_request_id" not in named  # no HTTP request in Socket Mode

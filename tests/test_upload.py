@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 
 from bot.chat import ChatError
-from bot.console import ConsoleChat
-from bot.slack_chat import SlackChat, web_client
+from bot.chat.console import ConsoleChat
+from bot.chat.slack.web import SlackChat, web_client
 from tests.fakes.slack_api import FakeSlack
 
 

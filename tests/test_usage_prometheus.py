@@ -20,7 +20,6 @@ Report period: the 30 days ending 2026-11-21T00:00Z.
 
 from __future__ import annotations
 
-from pathlib import Path
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Iterator
@@ -31,7 +30,7 @@ from actions.cost import UNALLOCATED, compute_cost_report, parse_period
 from actions.model import ENGINE_ACTIVE, GPU_UTIL, CapacityType, Node
 from actions.policy import Policy, Team, TeamDirectory
 from actions.prices import PriceBook, PriceCatalog, PriceOverrides
-from actions.sources.prometheus_usage import PrometheusUsage, usage_queries
+from actions.sources.prometheus_usage import PrometheusUsage, presence_queries, usage_queries
 from tests.fleet import model_name, phase_rows
 from tests.prometheus_server import shared_prometheus
 
@@ -209,9 +208,12 @@ def cents(x: float) -> float:
 
 def test_a_report_costs_a_constant_number_of_queries(usage):
     source, data = usage
-    # 6 instant queries plus one range query (step 1d) each for allocated and idle: 30 whole days.
-    assert source.requests == len(usage_queries(Policy(), 86400)) + 2
+    # 7 instant queries, 3 that check the data is there, and one range query (step 1d) each for
+    # allocated and idle: 30 whole days.
+    assert source.requests == len(usage_queries(Policy(), 86400)) + len(presence_queries(86400)) + 2 == 12
     assert len(data.pods) == 6  # one row per (pod, node); the Succeeded pod held nothing
+    # The fleet's history covers the whole period and holds both exporters: nothing to warn of.
+    assert data.warnings == () and data.covered_from is None
 
 
 def test_report_matches_the_hand_computed_chargeback(usage):
@@ -251,9 +253,11 @@ def test_report_matches_the_hand_computed_chargeback(usage):
     assert wl.idle_share == pytest.approx(1 / 12)
     assert (dep.kind, dep.name, dep.idle_share) == ("Deployment", "eval", pytest.approx(1.0))
 
-    un = teams[UNALLOCATED]  # sandbox: no configured team, no team label
+    # sandbox: no configured team, no team label: its own team, as the sweep names it
+    un = teams["sandbox"]
     assert (un.gpu_hours, cents(un.cost_usd), un.idle_gpu_hours) == (pytest.approx(48), 330.24, pytest.approx(48))
-    assert un.top_consumers[0].kind == "Pod" and "sandbox" in un.notes[0]
+    assert un.top_consumers[0].kind == "Pod" and "reported as its own team" in un.notes[0]
+    assert UNALLOCATED not in teams
 
 
 def test_daily_split_adds_up_and_follows_the_schedule(usage):

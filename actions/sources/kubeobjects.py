@@ -11,27 +11,25 @@ Everything here is pure: bytes in, ``actions.model`` objects out. Malformed inpu
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from typing import Annotated, Any, Iterable, Mapping
 
 import msgspec
 
+from actions.gpus import GPU_RESOURCE, is_gpu_resource
 from actions.model import (
-    GPU_RESOURCE,
-    MIG_RESOURCE_PREFIX,
     CapacityType,
-    ClusterSnapshot,
     GpuPod,
     Node,
+    NodePool,
     Notebook,
     OwnerRef,
     ScalableOwner,
+    Tenant,
     Workload,
+    asks_not_to_disrupt,
 )
-
-KUEUE_GROUP = "kueue.x-k8s.io"
-KUBEFLOW_GROUP = "kubeflow.org"
-NOTEBOOK_API_VERSION = "kubeflow.org/v1"
 
 # Pods in these phases hold no GPU any more (the kubelet released their devices).
 _FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
@@ -57,6 +55,7 @@ class OwnerReference(msgspec.Struct, rename="camel"):
     api_version: str = ""
     kind: str = ""
     name: str = ""
+    uid: str = ""
     controller: bool | None = None
 
 
@@ -151,12 +150,16 @@ class WorkloadSpec(msgspec.Struct, rename="camel"):
     # Kueue defaults spec.active to true; null means the default.
     active: bool | None = True
     pod_sets: list[PodSet] = []
+    priority: int | None = None
 
 
 class PodSetAssignment(msgspec.Struct):
     name: str = "main"
     # resource name -> ResourceFlavor name (v1beta1 and v1beta2 alike)
     flavors: dict[str, str] = {}
+    # Pods admitted; fewer than spec.podSets[].count under partial admission. Absent on
+    # Workloads admitted before Kueue had the field (kueue apis/kueue/v1beta1 PodSetAssignment.Count).
+    count: int | None = None
 
 
 class Admission(msgspec.Struct, rename="camel"):
@@ -183,6 +186,40 @@ class K8sWorkload(msgspec.Struct):
 
 class K8sNamespace(msgspec.Struct):
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+
+
+class NodeClaimStatus(msgspec.Struct, rename="camel"):
+    node_name: str = ""
+
+
+class K8sNodeClaim(msgspec.Struct):
+    """karpenter.sh/v1 NodeClaim: the fields read here."""
+
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    status: NodeClaimStatus = msgspec.field(default_factory=NodeClaimStatus)
+
+
+class DisruptionBudget(msgspec.Struct):
+    nodes: str = "10%"
+    schedule: str | None = None
+    reasons: list[str] | None = None
+
+
+class Disruption(msgspec.Struct, rename="camel"):
+    consolidation_policy: str = "WhenEmptyOrUnderutilized"
+    consolidate_after: str | None = None
+    budgets: list[DisruptionBudget] = []
+
+
+class NodePoolSpec(msgspec.Struct):
+    disruption: Disruption = msgspec.field(default_factory=Disruption)
+
+
+class K8sNodePool(msgspec.Struct):
+    """karpenter.sh/v1 NodePool: its disruption settings."""
+
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: NodePoolSpec = msgspec.field(default_factory=NodePoolSpec)
 
 
 class ObjectList(msgspec.Struct):
@@ -226,17 +263,27 @@ class _NamespacePage(msgspec.Struct):
     items: list[K8sNamespace] | None = None
 
 
+class _NodeClaimPage(msgspec.Struct):
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+    items: list[K8sNodeClaim] | None = None
+
+
+class _NodePoolPage(msgspec.Struct):
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+    items: list[K8sNodePool] | None = None
+
+
 _POD_PAGE = msgspec.json.Decoder(_PodPage)
 _NODE_PAGE = msgspec.json.Decoder(_NodePage)
 _SCALABLE_PAGE = msgspec.json.Decoder(_ScalablePage)
 _NOTEBOOK_PAGE = msgspec.json.Decoder(_NotebookPage)
 _WORKLOAD_PAGE = msgspec.json.Decoder(_WorkloadPage)
 _NAMESPACE_PAGE = msgspec.json.Decoder(_NamespacePage)
-_DUMP = msgspec.json.Decoder(ObjectList)
-_TYPE_META = msgspec.json.Decoder(TypeMeta)
+_NODECLAIM_PAGE = msgspec.json.Decoder(_NodeClaimPage)
+_NODEPOOL_PAGE = msgspec.json.Decoder(_NodePoolPage)
 
 
-def _decode(decoder: msgspec.json.Decoder, data: bytes, what: str) -> Any:
+def decode(decoder: msgspec.json.Decoder, data: bytes, what: str) -> Any:
     try:
         return decoder.decode(data)
     except msgspec.DecodeError as e:
@@ -249,32 +296,61 @@ def _decode(decoder: msgspec.json.Decoder, data: bytes, what: str) -> Any:
 def decode_pod_page(data: bytes) -> tuple[list[GpuPod], str]:
     """Decode one page of a PodList (JSON bytes).
 
-    Returns ``(gpu_pods, continue_token)``: only pods that request ``nvidia.com/gpu`` or a
-    ``nvidia.com/mig-*`` resource and are not Succeeded/Failed; the token is ``""`` on the last
-    page. Raises ValueError on malformed JSON or a non-integer GPU quantity.
+    Returns ``(gpu_pods, continue_token)``: only pods that request a GPU resource (whole, shared
+    or MIG) and are not Succeeded/Failed; the token is ``""`` on the last page. Raises
+    ValueError on malformed JSON or a non-integer GPU quantity.
     """
-    page = _decode(_POD_PAGE, data, "PodList")
-    pods = [p for p in (gpu_pod(item) for item in page.items or ()) if p is not None]
-    return pods, page.metadata.continue_
+    pods, _, token = decode_pods(data)
+    return pods, token
+
+
+def decode_pods(data: bytes) -> tuple[list[GpuPod], list[Tenant], str]:
+    """Decode one page of a PodList into ``(gpu_pods, tenants, continue_token)``: the GPU pods
+    as :func:`decode_pod_page` gives them, and every live pod bound to a node as a
+    :class:`Tenant` (what keeps a node busy, or Karpenter from disrupting it). Raises
+    ValueError."""
+    page = decode(_POD_PAGE, data, "PodList")
+    pods, tenants = [], []
+    for item in page.items or ():
+        p = gpu_pod(item)
+        if p is not None:
+            pods.append(p)
+        t = tenant(item)
+        if t is not None:
+            tenants.append(t)
+    return pods, tenants, page.metadata.continue_
+
+
+def decode_nodeclaim_page(data: bytes) -> tuple[list[tuple[str, str]], str]:
+    """Decode one page of a karpenter.sh NodeClaimList into ``([(nodeclaim, node name)],
+    continue_token)`` (claims not yet bound to a node are left out); raises ValueError."""
+    page = decode(_NODECLAIM_PAGE, data, "NodeClaimList")
+    return [(c.metadata.name, c.status.node_name) for c in page.items or () if c.status.node_name], page.metadata.continue_
+
+
+def decode_nodepool_page(data: bytes) -> tuple[list[NodePool], str]:
+    """Decode one page of a karpenter.sh NodePoolList; raises ValueError."""
+    page = decode(_NODEPOOL_PAGE, data, "NodePoolList")
+    return [nodepool(item) for item in page.items or ()], page.metadata.continue_
 
 
 def decode_node_page(data: bytes) -> tuple[list[Node], str]:
     """Decode one page of a NodeList. Returns ``(nodes, continue_token)``; raises ValueError."""
-    page = _decode(_NODE_PAGE, data, "NodeList")
+    page = decode(_NODE_PAGE, data, "NodeList")
     return [node(item) for item in page.items or ()], page.metadata.continue_
 
 
 def decode_scalable_page(data: bytes, kind: str) -> tuple[list[ScalableOwner], str]:
     """Decode one page of a StatefulSetList or DeploymentList (``kind`` is ``"StatefulSet"`` or
     ``"Deployment"``). Returns ``(owners, continue_token)``; raises ValueError."""
-    page = _decode(_SCALABLE_PAGE, data, f"{kind}List")
+    page = decode(_SCALABLE_PAGE, data, f"{kind}List")
     return [scalable_owner(item, kind) for item in page.items or ()], page.metadata.continue_
 
 
 def decode_notebook_page(data: bytes) -> tuple[list[Notebook], str]:
     """Decode one page of a kubeflow.org/v1 NotebookList. Returns ``(notebooks, continue_token)``;
     raises ValueError."""
-    page = _decode(_NOTEBOOK_PAGE, data, "NotebookList")
+    page = decode(_NOTEBOOK_PAGE, data, "NotebookList")
     return [notebook(item) for item in page.items or ()], page.metadata.continue_
 
 
@@ -284,23 +360,20 @@ def decode_workload_page(data: bytes, api_version: str) -> tuple[list[Workload],
 
     Returns ``(workloads, continue_token)``; raises ValueError.
     """
-    page = _decode(_WORKLOAD_PAGE, data, "WorkloadList")
+    page = decode(_WORKLOAD_PAGE, data, "WorkloadList")
     return [workload(item, api_version) for item in page.items or ()], page.metadata.continue_
 
 
-def decode_namespace_page(data: bytes) -> tuple[list[tuple[str, dict[str, str]]], str]:
-    """Decode one page of a NamespaceList into ``([(namespace, labels)], continue_token)``;
-    raises ValueError."""
-    page = _decode(_NAMESPACE_PAGE, data, "NamespaceList")
-    return [(ns.metadata.name, dict(ns.metadata.labels)) for ns in page.items or ()], page.metadata.continue_
+def decode_namespace_page(data: bytes) -> tuple[list[tuple[str, dict[str, str], dict[str, str]]], str]:
+    """Decode one page of a NamespaceList into ``([(namespace, labels, annotations)],
+    continue_token)``; raises ValueError."""
+    page = decode(_NAMESPACE_PAGE, data, "NamespaceList")
+    return [
+        (ns.metadata.name, dict(ns.metadata.labels), dict(ns.metadata.annotations)) for ns in page.items or ()
+    ], page.metadata.continue_
 
 
 # --- one object -> model type ------------------------------------------------------------------------
-
-
-def is_gpu_resource(name: str) -> bool:
-    """True for ``nvidia.com/gpu`` and MIG slices ``nvidia.com/mig-<profile>``."""
-    return name == GPU_RESOURCE or name.startswith(MIG_RESOURCE_PREFIX)
 
 
 def _count(value: Quantity, resource: str, where: str) -> int:
@@ -317,26 +390,32 @@ def _count(value: Quantity, resource: str, where: str) -> int:
         raise ValueError(f"{where}: {resource} quantity {value!r} is not a whole number") from None
 
 
-def containers_gpus(containers: Iterable[Container], where: str) -> tuple[int, str | None]:
-    """GPUs (whole GPUs plus MIG slices) requested by ``containers`` and the first GPU resource
-    name seen. A container's request defaults to its limit, as the API server does for extended
-    resources. Raises ValueError for a non-integer quantity."""
-    total = 0
-    first: str | None = None
+def containers_devices(containers: Iterable[Container], where: str) -> dict[str, int]:
+    """The GPU resources (whole, shared, MIG) ``containers`` request, resource name -> count,
+    in the order first seen. A container's request defaults to its limit, as the API server does
+    for extended resources. Raises ValueError for a non-integer quantity."""
+    devices: dict[str, int] = {}
     for c in containers:
         names = dict.fromkeys(r for r in (*c.resources.requests, *c.resources.limits) if is_gpu_resource(r))
         for resource in names:
             raw = c.resources.requests.get(resource, c.resources.limits.get(resource))
             n = _count(raw, resource, where)
             if n > 0:
-                total += n
-                first = first or resource
-    return total, first
+                devices[resource] = devices.get(resource, 0) + n
+    return devices
+
+
+def containers_gpus(containers: Iterable[Container], where: str) -> tuple[int, str | None]:
+    """GPU devices (whole GPUs, replicas and MIG slices, each counted once) requested by
+    ``containers`` and the first GPU resource name seen. Raises ValueError as
+    :func:`containers_devices`."""
+    devices = containers_devices(containers, where)
+    return sum(devices.values()), next(iter(devices), None)
 
 
 def _owners(meta: ObjectMeta) -> tuple[OwnerRef, ...]:
     return tuple(
-        OwnerRef(api_version=o.api_version, kind=o.kind, name=o.name, controller=bool(o.controller))
+        OwnerRef(api_version=o.api_version, kind=o.kind, name=o.name, controller=bool(o.controller), uid=o.uid)
         for o in meta.owner_references
     )
 
@@ -353,8 +432,8 @@ def gpu_pod(pod: Pod) -> GpuPod | None:
     if pod.status.phase in _FINISHED_PHASES:
         return None
     meta = pod.metadata
-    gpus, resource = containers_gpus(pod.spec.containers, f"Pod {meta.namespace}/{meta.name}")
-    if gpus == 0 or resource is None:
+    devices = containers_devices(pod.spec.containers, f"Pod {meta.namespace}/{meta.name}")
+    if not devices:
         return None
     return GpuPod(
         namespace=meta.namespace,
@@ -364,11 +443,68 @@ def gpu_pod(pod: Pod) -> GpuPod | None:
         phase=pod.status.phase,
         created=_created(meta, "Pod"),
         started=pod.status.start_time,
-        gpus=gpus,
-        gpu_resource=resource,
+        gpus=sum(devices.values()),
+        gpu_resource=next(iter(devices)),
         labels=dict(meta.labels),
         annotations=dict(meta.annotations),
         owners=_owners(meta),
+        devices=devices,
+    )
+
+
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+
+
+def tenant(pod: Pod) -> Tenant | None:
+    """What a live pod bound to a node means for that node: a workload that keeps it, unless it
+    is a DaemonSet's, and whether it asks Karpenter not to disrupt the node. None for a pod on no
+    node or one that has finished."""
+    if pod.status.phase in _FINISHED_PHASES or not pod.spec.node_name:
+        return None
+    meta = pod.metadata
+    return Tenant(
+        node=pod.spec.node_name,
+        pod=f"{meta.namespace}/{meta.name}",
+        daemonset=any(o.kind == "DaemonSet" and o.controller for o in meta.owner_references),
+        do_not_disrupt=asks_not_to_disrupt(meta.annotations.get(DO_NOT_DISRUPT)),
+    )
+
+
+def with_tenants(nodes: Iterable[Node], tenants: Iterable[Tenant], nodeclaims: Mapping[str, str] | None = None) -> dict[str, Node]:
+    """``nodes`` by name, each with the count of its non-DaemonSet pods, its DaemonSet pods, the
+    pods that forbid disruption and (from ``nodeclaims``, node name -> NodeClaim) its NodeClaim."""
+    counts: dict[str, int] = {}
+    daemons: dict[str, list[str]] = {}
+    blocking: dict[str, list[str]] = {}
+    for t in tenants:
+        if t.daemonset:
+            daemons.setdefault(t.node, []).append(t.pod)
+        else:
+            counts[t.node] = counts.get(t.node, 0) + 1
+        if t.do_not_disrupt:
+            blocking.setdefault(t.node, []).append(t.pod)
+    claims = nodeclaims or {}
+    return {
+        n.name: dataclasses.replace(
+            n,
+            workload_pods=counts.get(n.name, 0),
+            do_not_disrupt=tuple(sorted(blocking.get(n.name, ()))),
+            daemonset_pods=tuple(sorted(daemons.get(n.name, ()))),
+            nodeclaim=n.nodeclaim or claims.get(n.name),
+        )
+        for n in nodes
+    }
+
+
+def nodepool(obj: K8sNodePool) -> NodePool:
+    """A Karpenter NodePool's disruption settings as a model ``NodePool``."""
+    d = obj.spec.disruption
+    return NodePool(
+        name=obj.metadata.name,
+        consolidation_policy=d.consolidation_policy,
+        consolidate_after=d.consolidate_after,
+        # A budget of "0" (or "0%") with no schedule blocks every voluntary disruption.
+        blocked=any(b.nodes.strip() in ("0", "0%") and not b.schedule for b in d.budgets),
     )
 
 
@@ -383,9 +519,11 @@ def capacity_type(labels: Mapping[str, str]) -> CapacityType:
             return CapacityType.UNKNOWN
     eks = labels.get("eks.amazonaws.com/capacityType")
     if eks is not None:
-        return {"ON_DEMAND": CapacityType.ON_DEMAND, "SPOT": CapacityType.SPOT}.get(
-            eks.upper(), CapacityType.UNKNOWN
-        )
+        # EKS CreateNodegroup capacityType: ON_DEMAND | SPOT | CAPACITY_BLOCK (EC2 Capacity Blocks
+        # for ML, paid up front: reserved).
+        return {
+            "ON_DEMAND": CapacityType.ON_DEMAND, "SPOT": CapacityType.SPOT, "CAPACITY_BLOCK": CapacityType.RESERVED,
+        }.get(eks.upper(), CapacityType.UNKNOWN)
     if (
         labels.get("cloud.google.com/gke-spot") == "true"
         or labels.get("cloud.google.com/gke-preemptible") == "true"
@@ -404,7 +542,9 @@ def _first_label(labels: Mapping[str, str], keys: Iterable[str]) -> str | None:
 def node(obj: K8sNode) -> Node:
     """The node as a model ``Node``. Raises ValueError for a non-integer GPU capacity."""
     labels = obj.metadata.labels
-    raw_gpus = obj.status.capacity.get(GPU_RESOURCE, 0)
+    where = f"Node {obj.metadata.name} status.capacity"
+    devices = {r: _count(q, r, where) for r, q in obj.status.capacity.items() if is_gpu_resource(r)}
+    claim = next((o.name for o in obj.metadata.owner_references if o.kind == "NodeClaim"), None)
     return Node(
         name=obj.metadata.name,
         labels=dict(labels),
@@ -412,7 +552,10 @@ def node(obj: K8sNode) -> Node:
         capacity_type=capacity_type(labels),
         nodepool=_first_label(labels, _NODEPOOL_LABELS),
         gpu_product=labels.get("nvidia.com/gpu.product"),
-        gpu_capacity=_count(raw_gpus, GPU_RESOURCE, f"Node {obj.metadata.name} status.capacity"),
+        gpu_capacity=devices.get(GPU_RESOURCE, 0),
+        gpu_devices={r: n for r, n in devices.items() if n > 0},
+        annotations=dict(obj.metadata.annotations),
+        nodeclaim=claim,
     )
 
 
@@ -446,17 +589,20 @@ def _condition_true(conditions: Iterable[Condition], type_: str) -> bool:
 def workload(obj: K8sWorkload, api_version: str) -> Workload:
     """A Kueue Workload read as ``api_version`` as a model ``Workload``.
 
-    ``gpus`` sums count x GPUs per pod over ``spec.podSets``; ``flavors`` are the distinct
-    ResourceFlavors assigned to GPU resources in ``status.admission.podSetAssignments``.
+    ``gpus`` sums count x GPU devices per pod over ``spec.podSets``, the count being the admitted
+    one (``status.admission.podSetAssignments[].count``, fewer under partial admission) once
+    admitted; ``flavors`` are the distinct ResourceFlavors assigned to GPU resources there.
     Raises ValueError when it lacks a creation time or has a non-integer GPU quantity.
     """
     meta = obj.metadata
     where = f"Workload {meta.namespace}/{meta.name}"
+    admission = obj.status.admission
+    admitted_counts = {a.name: a.count for a in admission.pod_set_assignments} if admission is not None else {}
     gpus = 0
     for ps in obj.spec.pod_sets:
         per_pod, _ = containers_gpus(ps.template.spec.containers, f"{where} podSet {ps.name}")
-        gpus += per_pod * ps.count
-    admission = obj.status.admission
+        count = admitted_counts.get(ps.name)
+        gpus += per_pod * (ps.count if count is None else count)
     flavors: dict[str, None] = {}
     if admission is not None:
         for psa in admission.pod_set_assignments:
@@ -480,71 +626,5 @@ def workload(obj: K8sWorkload, api_version: str) -> Workload:
         owners=_owners(meta),
         labels=dict(meta.labels),
         annotations=dict(meta.annotations),
-    )
-
-
-# --- a kubectl dump ---------------------------------------------------------------------------------
-
-_POD = msgspec.json.Decoder(Pod)
-_NODE = msgspec.json.Decoder(K8sNode)
-_SCALABLE = msgspec.json.Decoder(Scalable)
-_NOTEBOOK = msgspec.json.Decoder(K8sNotebook)
-_WORKLOAD = msgspec.json.Decoder(K8sWorkload)
-_NAMESPACE = msgspec.json.Decoder(K8sNamespace)
-
-
-def snapshot_from_kubectl_dump(data: bytes, taken_at: datetime) -> ClusterSnapshot:
-    """Decode the output of ``kubectl get pods,nodes,statefulsets,deployments,
-    workloads.kueue.x-k8s.io,notebooks.kubeflow.org -A -o json`` (a ``List`` of mixed kinds;
-    Namespaces are read too when present) into a ``ClusterSnapshot`` taken at ``taken_at``.
-
-    Items are dispatched on ``kind`` and ``apiVersion``; kinds the bot does not read are skipped.
-    ``workload_api_version`` is the apiVersion of the Workloads in the dump (``None`` if there
-    are none). Raises ValueError naming the problem (not JSON, no ``items``, an item without
-    ``kind``, a malformed field).
-    """
-    page = _decode(_DUMP, data, "kubectl dump (expected a JSON object with an 'items' list)")
-    pods: list[GpuPod] = []
-    nodes: dict[str, Node] = {}
-    notebooks: list[Notebook] = []
-    statefulsets: list[ScalableOwner] = []
-    deployments: list[ScalableOwner] = []
-    workloads: list[Workload] = []
-    workload_api_version: str | None = None
-    namespace_labels: dict[str, dict[str, str]] = {}
-    for index, raw in enumerate(page.items):
-        head = _decode(_TYPE_META, raw, f"item {index} of the kubectl dump")
-        if not head.kind or not head.api_version:
-            raise ValueError(f"item {index} of the kubectl dump has no kind/apiVersion")
-        group = head.api_version.split("/", 1)[0] if "/" in head.api_version else ""
-        what = f"{head.kind} (item {index}) of the kubectl dump"
-        if head.kind == "Pod" and group == "":
-            p = gpu_pod(_decode(_POD, raw, what))
-            if p is not None:
-                pods.append(p)
-        elif head.kind == "Node" and group == "":
-            n = node(_decode(_NODE, raw, what))
-            nodes[n.name] = n
-        elif head.kind == "Namespace" and group == "":
-            ns = _decode(_NAMESPACE, raw, what)
-            namespace_labels[ns.metadata.name] = dict(ns.metadata.labels)
-        elif head.kind == "StatefulSet" and group == "apps":
-            statefulsets.append(scalable_owner(_decode(_SCALABLE, raw, what), "StatefulSet"))
-        elif head.kind == "Deployment" and group == "apps":
-            deployments.append(scalable_owner(_decode(_SCALABLE, raw, what), "Deployment"))
-        elif head.kind == "Notebook" and group == KUBEFLOW_GROUP:
-            notebooks.append(notebook(_decode(_NOTEBOOK, raw, what)))
-        elif head.kind == "Workload" and group == KUEUE_GROUP:
-            workloads.append(workload(_decode(_WORKLOAD, raw, what), head.api_version))
-            workload_api_version = workload_api_version or head.api_version
-    return ClusterSnapshot(
-        taken_at=taken_at,
-        pods=tuple(pods),
-        nodes=nodes,
-        notebooks=tuple(notebooks),
-        statefulsets=tuple(statefulsets),
-        deployments=tuple(deployments),
-        workloads=tuple(workloads),
-        workload_api_version=workload_api_version,
-        namespace_labels=namespace_labels,
+        priority=obj.spec.priority or 0,
     )

@@ -21,9 +21,19 @@ import kubernetes.config
 import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
 
-from actions.model import ClusterSnapshot, Node
-from actions.sources import kubeobjects
-from actions.sources.kubeobjects import KUBEFLOW_GROUP, KUEUE_GROUP
+from actions.model import (
+    KARPENTER_GROUP,
+    KUBEFLOW_GROUP,
+    KUEUE_GROUP,
+    ClusterSnapshot,
+    GpuPod,
+    KubeObject,
+    NodePool,
+    PendingPosition,
+    Tenant,
+)
+from actions.sources import jobobjects, kubeobjects, kueue_visibility
+from actions.sources.kube_owners import OwnerReader
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +57,11 @@ class ClusterReadError(Exception):
         self.status = status
 
 
+class ClusterConfigError(Exception):
+    """No usable way to reach the Kubernetes API: not in a pod, and no kubeconfig (or not the
+    context asked for). The message says what was looked for and what to set."""
+
+
 def load_kube_config(
     kubeconfig: str | None = None, context: str | None = None
 ) -> kubernetes.client.ApiClient:
@@ -54,13 +69,29 @@ def load_kube_config(
     ``kubeconfig`` is given, else ``kubeconfig`` (default ``$KUBECONFIG`` or ``~/.kube/config``)
     with ``context`` (default: its current context).
 
-    Raises ``kubernetes.config.ConfigException`` when no usable configuration is found.
+    A read that times out is not retried (a hung API server must not hold a press for several
+    timeouts); a refused connection is, three times. Raises ClusterConfigError when no usable
+    configuration is found.
     """
     cfg = kubernetes.client.Configuration()
-    if kubeconfig is None and context is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
-        kubernetes.config.load_incluster_config(client_configuration=cfg)
-    else:
-        kubernetes.config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
+    try:
+        if kubeconfig is None and context is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+            kubernetes.config.load_incluster_config(client_configuration=cfg)
+        else:
+            # KUBECONFIG read now, not as the client read it at import (it may have changed since).
+            config_file = kubeconfig or os.environ.get("KUBECONFIG") or None
+            kubernetes.config.load_kube_config(config_file=config_file, context=context, client_configuration=cfg)
+        # A read that timed out is not sent again by urllib3: a hung API server would otherwise
+        # hold every list for four times the timeout. Refused connections are still retried.
+        cfg.retries = urllib3.util.Retry(total=3, connect=3, read=0, redirect=3, status=0, other=0)
+    except (kubernetes.config.ConfigException, OSError, ValueError, TypeError) as e:
+        where = kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+        ctx = f", context {context!r}" if context else ""
+        raise ClusterConfigError(
+            f"no usable Kubernetes configuration: not running in a pod, and {where}{ctx} gave none "
+            f"({str(e).splitlines()[0] if str(e) else type(e).__name__}); set kubernetes.kubeconfig "
+            "or KUBECONFIG, or read a dump with --cluster-state FILE"
+        ) from e
     return kubernetes.client.ApiClient(configuration=cfg)
 
 
@@ -79,18 +110,30 @@ class KubernetesSource:
     """Reads a ``ClusterSnapshot`` from the API server behind ``api_client``.
 
     Lists are paged ``page_size`` objects at a time. Needs RBAC ``list`` on pods, nodes,
-    namespaces, statefulsets, deployments, and (when installed) workloads.kueue.x-k8s.io and
-    notebooks.kubeflow.org, plus ``get`` on the discovery path ``/apis/kueue.x-k8s.io``.
+    namespaces, statefulsets, deployments, and (when installed) notebooks.kubeflow.org,
+    rayclusters.ray.io, leaderworkersets.leaderworkerset.x-k8s.io,
+    inferenceservices.serving.kserve.io, Kueue's workloads, localqueues, clusterqueues and
+    resourceflavors, and Karpenter's nodeclaims and nodepools (karpenter.sh); ``get`` on the
+    discovery path ``/apis/kueue.x-k8s.io``; and ``get`` on each owner kind of
+    :data:`~actions.sources.jobobjects.OWNER_KINDS` (the owner walk,
+    :mod:`actions.sources.kube_owners`).
+    Every request gives up after ``timeout_seconds`` (a ClusterReadError), so an API server that
+    hangs cannot hold a sweep or the re-check before an action. Raises ValueError for a
+    ``page_size`` under 1 or a ``timeout_seconds`` not above 0.
     """
 
-    def __init__(self, api_client: kubernetes.client.ApiClient, *, page_size: int = 500):
+    def __init__(self, api_client: kubernetes.client.ApiClient, *, page_size: int = 500, timeout_seconds: float = 10):
         if page_size < 1:
             raise ValueError(f"page_size must be >= 1, got {page_size}")
+        if not timeout_seconds > 0:
+            raise ValueError(f"timeout_seconds must be > 0, got {timeout_seconds}")
+        self._timeout = timeout_seconds
         self._client = api_client
         self._core = kubernetes.client.CoreV1Api(api_client)
         self._apps = kubernetes.client.AppsV1Api(api_client)
         self._custom = kubernetes.client.CustomObjectsApi(api_client)
         self._page_size = page_size
+        self._owners = OwnerReader(api_client, ClusterReadError, timeout_seconds)
 
     def snapshot(self, now: datetime) -> ClusterSnapshot:
         """The cluster as of ``now`` (the caller's clock; stored as ``taken_at``).
@@ -98,15 +141,21 @@ class KubernetesSource:
         Raises ClusterReadError naming the resource and HTTP status on any API error other than
         Kueue or Kubeflow not being installed, and ValueError on a malformed response body.
         """
+        tenants: list[Tenant] = []
+
+        def pod_page(body: bytes) -> tuple[list[GpuPod], str]:
+            gpu_pods, page_tenants, token = kubeobjects.decode_pods(body)
+            tenants.extend(page_tenants)
+            return gpu_pods, token
+
         pods = self._pages(
-            "pods",
-            lambda **kw: self._core.list_pod_for_all_namespaces(field_selector=_LIVE_PODS, **kw),
-            kubeobjects.decode_pod_page,
+            "pods", lambda **kw: self._core.list_pod_for_all_namespaces(field_selector=_LIVE_PODS, **kw), pod_page
         )
-        nodes: list[Node] = self._pages("nodes", self._core.list_node, kubeobjects.decode_node_page)
-        namespace_labels = dict(
-            self._pages("namespaces", self._core.list_namespace, kubeobjects.decode_namespace_page)
+        nodeclaims, nodepools = self._karpenter()
+        nodes = kubeobjects.with_tenants(
+            self._pages("nodes", self._core.list_node, kubeobjects.decode_node_page), tenants, nodeclaims
         )
+        namespaces = self._pages("namespaces", self._core.list_namespace, kubeobjects.decode_namespace_page)
         statefulsets = self._pages(
             "statefulsets",
             self._apps.list_stateful_set_for_all_namespaces,
@@ -118,8 +167,20 @@ class KubernetesSource:
             lambda b: kubeobjects.decode_scalable_page(b, "Deployment"),
         )
         notebooks = self._notebooks()
+        listed: list[KubeObject] = []
+        for (group, kind), served in jobobjects.LISTED_KINDS.items():
+            listed += self._optional(
+                f"{served.plural}.{group}/{served.version}",
+                lambda s=served, **kw: self._custom.list_cluster_custom_object(s.group, s.version, s.plural, **kw),
+                lambda b, s=served, k=kind: jobobjects.decode_owner_page(b, f"{s.group}/{s.version}", k),
+            )
+        known = {(o.namespace, o.kind, o.name): o.owners for o in (*statefulsets, *deployments, *listed)}
+        known.update({(n.namespace, "Notebook", n.name): () for n in notebooks})
+        known.update({(p.namespace, "Pod", p.name): p.owners for p in pods})
+        walked = self._owners.walk(pods, known)
         workload_api_version = self._kueue_api_version()
         workloads = []
+        queues: dict[str, list] = {"LocalQueue": [], "ClusterQueue": [], "ResourceFlavor": []}
         if workload_api_version is not None:
             version = workload_api_version.split("/", 1)[1]
             workloads = self._pages(
@@ -127,17 +188,49 @@ class KubernetesSource:
                 lambda **kw: self._custom.list_cluster_custom_object(KUEUE_GROUP, version, "workloads", **kw),
                 lambda b: kubeobjects.decode_workload_page(b, workload_api_version),
             )
+            for kind, plural in jobobjects.QUEUE_PLURALS.items():
+                queues[kind] = self._pages(
+                    f"{plural}.{KUEUE_GROUP}/{version}",
+                    lambda p=plural, **kw: self._custom.list_cluster_custom_object(KUEUE_GROUP, version, p, **kw),
+                    lambda b, k=kind: jobobjects.decode_queue_page(b, k),
+                )
         return ClusterSnapshot(
             taken_at=now,
             pods=tuple(pods),
-            nodes={n.name: n for n in nodes},
+            nodes=nodes,
             notebooks=tuple(notebooks),
             statefulsets=tuple(statefulsets),
             deployments=tuple(deployments),
             workloads=tuple(workloads),
             workload_api_version=workload_api_version,
-            namespace_labels=namespace_labels,
+            namespace_labels={name: labels for name, labels, _ in namespaces},
+            namespace_annotations={name: annotations for name, _, annotations in namespaces},
+            objects=tuple(jobobjects.sort_objects(listed + walked)),
+            local_queues=tuple(queues["LocalQueue"]),
+            cluster_queues=tuple(queues["ClusterQueue"]),
+            resource_flavors=tuple(queues["ResourceFlavor"]),
+            nodepools={p.name: p for p in nodepools},
         )
+
+    def _karpenter(self) -> tuple[dict[str, str], list[NodePool]]:
+        """Karpenter's NodeClaims (node name -> NodeClaim) and NodePools; empty when Karpenter
+        is not installed (the API answers 404)."""
+        try:
+            claims = self._pages(
+                f"nodeclaims.{KARPENTER_GROUP}/v1",
+                lambda **kw: self._custom.list_cluster_custom_object(KARPENTER_GROUP, "v1", "nodeclaims", **kw),
+                kubeobjects.decode_nodeclaim_page,
+            )
+            pools = self._pages(
+                f"nodepools.{KARPENTER_GROUP}/v1",
+                lambda **kw: self._custom.list_cluster_custom_object(KARPENTER_GROUP, "v1", "nodepools", **kw),
+                kubeobjects.decode_nodepool_page,
+            )
+        except ClusterReadError as e:
+            if e.status == 404:
+                return {}, []
+            raise
+        return {node: claim for claim, node in claims}, pools
 
     def _pages(
         self, resource: str, call: Callable[..., object], decode: Callable[[bytes], tuple[list[T], str]]
@@ -146,7 +239,7 @@ class KubernetesSource:
         out: list[T] = []
         token: str | None = None
         while True:
-            kwargs: dict = {"limit": self._page_size, "_preload_content": False}
+            kwargs: dict = {"limit": self._page_size, "_preload_content": False, "_request_timeout": self._timeout}
             if token:
                 kwargs["_continue"] = token
             body = self._read(resource, call, kwargs)
@@ -168,16 +261,70 @@ class KubernetesSource:
             raise ClusterReadError(resource, 0, str(e)) from e
 
     def _notebooks(self) -> list:
+        return self._optional(
+            f"notebooks.{KUBEFLOW_GROUP}/v1",
+            lambda **kw: self._custom.list_cluster_custom_object(KUBEFLOW_GROUP, "v1", "notebooks", **kw),
+            kubeobjects.decode_notebook_page,
+        )
+
+    def _optional(self, resource: str, call: Callable[..., object], decode: Callable[[bytes], tuple[list[T], str]]) -> list[T]:
+        """:meth:`_pages` of a custom resource that may not be installed (404: none)."""
         try:
-            return self._pages(
-                f"notebooks.{KUBEFLOW_GROUP}/v1",
-                lambda **kw: self._custom.list_cluster_custom_object(KUBEFLOW_GROUP, "v1", "notebooks", **kw),
-                kubeobjects.decode_notebook_page,
-            )
+            return self._pages(resource, call, decode)
         except ClusterReadError as e:
-            if e.status == 404:  # Kubeflow Notebooks not installed
+            if e.status == 404:
                 return []
             raise
+
+    def queue_positions(self, cluster_queues: list[str]) -> dict[tuple[str, str], PendingPosition]:
+        """(namespace, Workload name) -> where it stands in its ClusterQueue, from Kueue's
+        visibility API, for the pending Workloads of ``cluster_queues``. Empty when the API is not
+        served; a ClusterQueue it does not know (404) or may not show (403) is left out (logged).
+        Needs RBAC ``get`` on ``clusterqueues/pendingworkloads`` in visibility.kueue.x-k8s.io and
+        on the discovery path ``/apis/visibility.kueue.x-k8s.io``. Raises ClusterReadError when
+        the API server fails otherwise."""
+        if not cluster_queues:
+            return {}
+        group = kueue_visibility.VISIBILITY_GROUP
+        status, body = self._raw_get(f"/apis/{group}")
+        if status == 404:
+            return {}
+        try:
+            served = [v["version"] for v in json.loads(body).get("versions", [])]
+        except (ValueError, TypeError, KeyError, AttributeError) as e:
+            raise ClusterReadError(f"/apis/{group}", status, f"malformed APIGroup: {e}") from e
+        version = next((v for v in kueue_visibility.SUPPORTED_VERSIONS if v in served), None)
+        if version is None:
+            return {}
+        out: dict[tuple[str, str], PendingPosition] = {}
+        for cq in sorted(set(cluster_queues)):
+            path = f"/apis/{group}/{version}/clusterqueues/{cq}/pendingworkloads"
+            status, body = self._raw_get(path, {"limit": kueue_visibility.LIMIT})
+            if status in (403, 404):
+                log.warning("pending workloads of ClusterQueue %s unreadable (HTTP %s); positions unknown", cq, status)
+                continue
+            for p in kueue_visibility.decode_pending(body, cq):
+                out[(p.namespace, p.name)] = p
+        return out
+
+    def _raw_get(self, path: str, query: dict | None = None) -> tuple[int, bytes]:
+        """GET ``path``: ``(status, body)`` for 2xx, 403 and 404; ClusterReadError otherwise."""
+        try:
+            request = self._client.param_serialize(
+                method="GET", resource_path=path, query_params=list((query or {}).items()),
+                header_params={"Accept": "application/json"}, auth_settings=["BearerToken"],
+            )
+            response = self._client.call_api(*request, _request_timeout=self._timeout)
+            body = response.read()
+        except ApiException as e:
+            if e.status in (403, 404):
+                return e.status, b""
+            raise ClusterReadError(path, e.status or 0, _status_message(e)) from e
+        except (OSError, urllib3.exceptions.HTTPError) as e:
+            raise ClusterReadError(path, 0, str(e)) from e
+        if response.status in (403, 404) or 200 <= response.status < 300:
+            return response.status, body
+        raise ClusterReadError(path, response.status, body.decode("utf-8", "replace")[:500])
 
     def _kueue_api_version(self) -> str | None:
         """``"kueue.x-k8s.io/<version>"``: the server's preferred version if the bot supports it,
@@ -190,7 +337,7 @@ class KubernetesSource:
                 header_params={"Accept": "application/json"},
                 auth_settings=["BearerToken"],
             )
-            response = self._client.call_api(*request)
+            response = self._client.call_api(*request, _request_timeout=self._timeout)
             body = response.read()
         except ApiException as e:
             raise ClusterReadError(resource, e.status or 0, _status_message(e)) from e

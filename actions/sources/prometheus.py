@@ -2,14 +2,21 @@
 
 Every figure is aggregated server-side in PromQL, one instant query per signal evaluated at the
 caller's ``at``, so a fetch costs ``len(telemetry_queries(policy))`` requests however large the
-fleet is. Both dcgm-exporter pod-label conventions are read: ``pod``/``namespace`` (honor_labels
-on) and ``exported_pod``/``exported_namespace`` (honor_labels off, where ``pod``/``namespace``
-name the exporter itself and are overridden).
+fleet is. Every dcgm-exporter label convention is read as one:
+
+- the pod: ``pod``/``namespace`` (honor_labels on), ``exported_pod``/``exported_namespace``
+  (honor_labels off, where ``pod``/``namespace`` name the exporter itself), and
+  ``pod_name``/``pod_namespace`` (``--use-old-namespace``);
+- the GPU: ``UUID``, or ``uuid`` under ``--use-old-namespace`` (dcgm-exporter
+  internal/pkg/collector/gpu_collector.go);
+- the node: ``Hostname`` (releases to 4.x) and ``hostname`` (its main branch);
+- MIG: one series per GPU instance, told apart by ``GPU_I_ID`` and named by ``GPU_I_PROFILE``.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping
 
@@ -23,7 +30,7 @@ from actions.policy import Policy
 
 # Labels one GPU-per-pod result is grouped by. modelName and Hostname are constant per GPU; they
 # ride along so one query returns them without a separate metadata lookup.
-GROUP_LABELS = ("UUID", "gpu", "Hostname", "modelName", "namespace", "pod")
+GROUP_LABELS = ("UUID", "gpu", "GPU_I_ID", "GPU_I_PROFILE", "Hostname", "modelName", "namespace", "pod")
 
 # Step of the lookback subqueries (last_active, first_sample): 7 days at 300 s is 2016 steps per
 # GPU, cheap; each step takes the max over its own 300 s so short bursts are not stepped over.
@@ -31,11 +38,21 @@ LOOKBACK_STEP_SECONDS = 300
 
 SIGNAL_LABEL = "engine_signal"
 
-QUERY_NAMES = ("peak_engine", "mean_power", "coverage", "last_active", "first_sample")
+QUERY_NAMES = ("peak_engine", "mean_power", "coverage", "last_active", "first_sample", "power_limit")
+POWER_LIMITS = ("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "DCGM_FI_DEV_POWER_MGMT_LIMIT")
 
 
 class TelemetryError(RuntimeError):
-    """Prometheus could not be reached or answered an error; the message names URL and query."""
+    """Prometheus could not be reached or answered an error. The message names the URL, the
+    query by name and what went wrong (the HTTP status when there was one), never the whole
+    PromQL, which is kept in ``promql`` for logs; ``status`` is the HTTP status (None when no
+    answer came)."""
+
+    def __init__(self, message: str, *, url: str = "", status: int | None = None, promql: str = ""):
+        super().__init__(message)
+        self.url = url
+        self.status = status
+        self.promql = promql
 
 
 def _duration(seconds: float) -> str:
@@ -49,10 +66,23 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
+# (label to fill, label that carries the value under another convention), applied in order.
+_LABEL_ALIASES = (
+    ("pod", "pod_name"),
+    ("namespace", "pod_namespace"),
+    ("pod", "exported_pod"),
+    ("namespace", "exported_namespace"),
+    ("Hostname", "hostname"),
+    ("UUID", "uuid"),
+)
+
+
 def _pod_labels(expr: str) -> str:
-    """Move exported_pod/exported_namespace onto pod/namespace where present."""
-    inner = f'label_replace({expr}, "pod", "$1", "exported_pod", "(.+)")'
-    return f'label_replace({inner}, "namespace", "$1", "exported_namespace", "(.+)")'
+    """Copy the other conventions' pod, namespace, node and GPU labels onto ``pod``,
+    ``namespace``, ``Hostname`` and ``UUID`` where present (see the module docstring)."""
+    for target, source in _LABEL_ALIASES:
+        expr = f'label_replace({expr}, "{target}", "$1", "{source}", "(.+)")'
+    return expr
 
 
 def _by_gpu(agg: str, expr: str) -> str:
@@ -78,7 +108,9 @@ def telemetry_queries(policy: Policy) -> dict[str, str]:
       ``policy.activity_lookback_seconds`` whose activity exceeded ``policy.engine_idle_pct``
       (no sample when never); late by at most one step, so idle time is never overstated.
     - ``first_sample``: unix seconds of the first lookback step at which an activity sample was
-      visible (at most one step after the true first sample).
+      visible (at most one step after the true first sample);
+    - ``power_limit``: the GPU's enforced power limit in watts (``DCGM_FI_DEV_ENFORCED_POWER_LIMIT``,
+      else ``DCGM_FI_DEV_POWER_MGMT_LIMIT``), for models without a known idle power ceiling.
 
     Pure; the count does not depend on the fleet.
     """
@@ -107,12 +139,17 @@ def telemetry_queries(policy: Policy) -> dict[str, str]:
     )
     last_active = f"max_over_time(timestamp({busy})[{lookback}:{bucket}])"
     first_sample = f"min_over_time(timestamp({present})[{lookback}:{bucket}])"
+    enforced, managed = POWER_LIMITS
+    power_limit = (
+        f"{_by_gpu('max', f'max_over_time({enforced}[{window}])')} or {_by_gpu('max', f'max_over_time({managed}[{window}])')}"
+    )
     return {
         "peak_engine": peak,
         "mean_power": mean_power,
         "coverage": coverage,
         "last_active": last_active,
         "first_sample": first_sample,
+        "power_limit": power_limit,
     }
 
 
@@ -138,8 +175,8 @@ def assemble_snapshot(
     """Join the per-query results (Prometheus ``data.result`` lists keyed by the names of
     ``telemetry_queries``) into one GpuTelemetry per (GPU, namespace, pod), sorted by node, GPU.
 
-    ``gpu`` is the UUID, or ``"<Hostname>/<gpu index>"`` when the series carry no UUID. Raises
-    KeyError/ValueError on a malformed result.
+    ``gpu`` is the UUID, or ``"<Hostname>/<gpu index>"`` when the series carry no UUID, with
+    ``/<GPU_I_ID>`` after it for a MIG instance. Raises KeyError/ValueError on a malformed result.
     """
     by_key: dict[Key, dict[str, Any]] = {}
     for name in QUERY_NAMES:
@@ -152,12 +189,13 @@ def assemble_snapshot(
 
     gpus = []
     for key, e in by_key.items():
-        uuid, index, host, model, namespace, pod = key
+        uuid, index, instance, profile, host, model, namespace, pod = key
+        gpu = uuid or f"{host}/{index}"
         gpus.append(
             GpuTelemetry(
                 namespace=namespace,
                 pod=pod,
-                gpu=uuid or f"{host}/{index}",
+                gpu=f"{gpu}/{instance}" if instance else gpu,
                 model_name=model,
                 engine_signal=e.get("signal"),
                 peak_engine_pct=e.get("peak_engine"),
@@ -166,6 +204,8 @@ def assemble_snapshot(
                 node=host or None,
                 last_active=_time(e.get("last_active")),
                 first_sample=_time(e.get("first_sample")),
+                mig_profile=profile or None,
+                power_limit_w=e.get("power_limit"),
             )
         )
     gpus.sort(key=lambda g: (g.node or "", g.gpu, g.namespace, g.pod))
@@ -228,20 +268,63 @@ class PrometheusApi:
             reraise=True,
         )
         self.requests += 1
+        where = {"url": self.url, "promql": promql}
         try:
             return retrying(fn)
         except requests.ReadTimeout as e:
             raise TelemetryError(
                 f"Prometheus at {self.url} did not answer the {name} query within {self._timeout:g} s "
-                f"(raise prometheus.timeout_seconds, or the query is too heavy): {promql!r}"
+                "(raise prometheus.timeout_seconds, or the query is too heavy for this Prometheus)",
+                **where,
             ) from e
         except requests.ConnectionError as e:
             raise TelemetryError(
-                f"Prometheus at {self.url} unreachable after {self._attempts} attempts "
-                f"running the {name} query {promql!r}: {e}"
+                f"Prometheus at {self.url} is unreachable ({_reason(e)}; "
+                f"{'tried once' if self._attempts == 1 else f'tried {self._attempts} times'}): "
+                "check prometheus.url",
+                **where,
             ) from e
-        except (PrometheusApiClientException, requests.RequestException, ValueError, KeyError) as e:
-            raise TelemetryError(f"Prometheus at {self.url} failed the {name} query {promql!r}: {e}") from e
+        except PrometheusApiClientException as e:
+            status = _status(e)
+            raise TelemetryError(
+                f"Prometheus at {self.url} answered HTTP {status or '?'} to the {name} query"
+                f"{_hint(status)}",
+                status=status, **where,
+            ) from e
+        except (requests.RequestException, ValueError, KeyError, TypeError) as e:
+            raise TelemetryError(
+                f"Prometheus at {self.url} answered the {name} query with something that is not "
+                f"Prometheus's JSON API ({type(e).__name__}): is {self.url} a Prometheus?",
+                **where,
+            ) from e
+
+
+def _reason(e: requests.ConnectionError) -> str:
+    """The root cause of a connection failure in a few words, e.g. ``Connection refused``."""
+    text = str(e)
+    for known in ("Connection refused", "Name or service not known", "No route to host", "timed out",
+                  "Temporary failure in name resolution", "certificate verify failed", "Connection reset"):
+        if known in text:
+            return known
+    return type(e).__name__
+
+
+def _status(e: PrometheusApiClientException) -> int | None:
+    # prometheus-api-client words a non-200 answer as "HTTP Status Code 404 (b'...')".
+    match = re.search(r"HTTP Status Code (\d{3})", str(e))
+    return int(match.group(1)) if match else None
+
+
+def _hint(status: int | None) -> str:
+    if status in (401, 403):
+        return ": the credentials were refused (PROMETHEUS_BEARER_TOKEN, prometheus.headers)"
+    if status == 404:
+        return ": no Prometheus API there (prometheus.url should end before /api/v1)"
+    if status == 400:
+        return ": the query was refused (an older Prometheus, or a Thanos/Mimir without a tenant header?)"
+    if status is not None and status >= 500:
+        return ": Prometheus failed; see its log"
+    return ""
 
 
 class PrometheusTelemetry:
@@ -267,3 +350,26 @@ class PrometheusTelemetry:
             return assemble_snapshot(at, policy.window_seconds, results)
         except (KeyError, ValueError, TypeError, IndexError) as e:
             raise TelemetryError(f"Prometheus at {self.url} returned a malformed result: {e}") from e
+
+
+# What `gpu-cost-bot check --connect` looks for: the series the bot's queries read.
+PROBED_METRICS = (
+    ENGINE_ACTIVE,
+    GPU_UTIL,
+    POWER_USAGE,
+    "kube_pod_info",
+    "kube_pod_container_resource_requests",
+    "kube_node_labels",
+    "kube_namespace_labels",
+)
+
+
+def series_counts(api: PrometheusApi, at: datetime) -> dict[str, int]:
+    """How many series of each of :data:`PROBED_METRICS` Prometheus holds at ``at`` (0 for a
+    metric it has none of), in one query. Raises TelemetryError as :meth:`PrometheusApi.instant`."""
+    names = "|".join(PROBED_METRICS)
+    rows = api.instant("series count", f'count by (__name__) ({{__name__=~"{names}"}})', at)
+    counts = {m: 0 for m in PROBED_METRICS}
+    for row in rows:
+        counts[row["metric"].get("__name__", "")] = int(float(row["value"][1]))
+    return counts

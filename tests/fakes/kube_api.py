@@ -66,6 +66,30 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType("apps", "deployments", "Deployment", True, ("v1",)),
     ResourceType("kubeflow.org", "notebooks", "Notebook", True, ("v1",), custom=True),
     ResourceType("kueue.x-k8s.io", "workloads", "Workload", True, ("v1beta2", "v1beta1"), custom=True),
+    ResourceType("kueue.x-k8s.io", "localqueues", "LocalQueue", True, ("v1beta2", "v1beta1"), custom=True),
+    ResourceType("kueue.x-k8s.io", "clusterqueues", "ClusterQueue", False, ("v1beta2", "v1beta1"), custom=True),
+    ResourceType("kueue.x-k8s.io", "resourceflavors", "ResourceFlavor", False, ("v1beta2", "v1beta1"), custom=True),
+    # The owners of GPU pods, in the versions their upstream serves (kueue v0.19.2 integrations, JobSet v0.12.0, Trainer v2.3.0, KubeRay v1.7.0, LWS v0.10.0,
+    # training-operator v1.9.0, mpi-operator v0.8.0, AppWrapper v1.2.1, KServe v0.20.0).
+    ResourceType("apps", "replicasets", "ReplicaSet", True, ("v1",)),
+    ResourceType("batch", "jobs", "Job", True, ("v1",)),
+    ResourceType("jobset.x-k8s.io", "jobsets", "JobSet", True, ("v1alpha2",), custom=True),
+    ResourceType("trainer.kubeflow.org", "trainjobs", "TrainJob", True, ("v1alpha1",), custom=True),
+    ResourceType("ray.io", "rayjobs", "RayJob", True, ("v1",), custom=True),
+    ResourceType("ray.io", "rayclusters", "RayCluster", True, ("v1",), custom=True),
+    ResourceType("ray.io", "rayservices", "RayService", True, ("v1",), custom=True),
+    ResourceType("kubeflow.org", "pytorchjobs", "PyTorchJob", True, ("v1",), custom=True),
+    ResourceType("kubeflow.org", "tfjobs", "TFJob", True, ("v1",), custom=True),
+    ResourceType("kubeflow.org", "paddlejobs", "PaddleJob", True, ("v1",), custom=True),
+    ResourceType("kubeflow.org", "xgboostjobs", "XGBoostJob", True, ("v1",), custom=True),
+    ResourceType("kubeflow.org", "jaxjobs", "JAXJob", True, ("v1",), custom=True),
+    ResourceType("kubeflow.org", "mpijobs", "MPIJob", True, ("v2beta1",), custom=True),
+    ResourceType("workload.codeflare.dev", "appwrappers", "AppWrapper", True, ("v1beta2",), custom=True),
+    ResourceType("leaderworkerset.x-k8s.io", "leaderworkersets", "LeaderWorkerSet", True, ("v1",), custom=True),
+    ResourceType("serving.kserve.io", "inferenceservices", "InferenceService", True, ("v1beta1",), custom=True),
+    # Karpenter v1 (kubernetes-sigs/karpenter pkg/apis/v1): NodeClaims and NodePools are cluster-scoped.
+    ResourceType("karpenter.sh", "nodeclaims", "NodeClaim", False, ("v1",), custom=True),
+    ResourceType("karpenter.sh", "nodepools", "NodePool", False, ("v1",), custom=True),
     ResourceType(
         "coordination.k8s.io", "leases", "Lease", True, ("v1",),
         micro_time_fields=("spec.acquireTime", "spec.renewTime"),
@@ -73,6 +97,9 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
 )
 
 _MICRO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2})")
+
+VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
+VISIBILITY_VERSIONS = ("v1beta2", "v1beta1")
 
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
@@ -326,6 +353,8 @@ class FakeKubeApi:
         segments = [s for s in path.split("/") if s]
         if segments[:1] == ["apis"] and len(segments) == 2 and method == "GET":
             return self._discovery(segments[1])
+        if segments[:2] == ["apis", VISIBILITY_GROUP] and method == "GET":
+            return self._pending_workloads(segments[2:], query)
         route = self._route(segments)
         if route.name is None:
             if method == "GET":
@@ -350,7 +379,72 @@ class FakeKubeApi:
     def _not_found(self) -> ApiError:
         return ApiError(404, "NotFound", "the server could not find the requested resource")
 
+    def _pending_workloads(self, rest: list[str], query: dict) -> dict:
+        """Kueue's visibility API (kueue v0.19.2 pkg/visibility/storage): the pending Workloads
+        of a ClusterQueue or a LocalQueue, in the order the ClusterQueue admits them (higher
+        ``spec.priority`` first, then older first, as BestEffortFIFO and StrictFIFO both do),
+        with their 0-based positions, as a ``PendingWorkloadsSummary``."""
+        kueue = next((t for t in self.types.values() if t.plural == "workloads"), None)
+        if kueue is None or not rest or rest[0] not in VISIBILITY_VERSIONS or rest[-1:] != ["pendingworkloads"]:
+            raise self._not_found()
+        version, rest = rest[0], rest[1:-1]
+        if len(rest) == 2 and rest[0] == "clusterqueues":
+            cq, lq = rest[1], None
+        elif len(rest) == 4 and rest[0] == "namespaces" and rest[2] == "localqueues":
+            lq = (rest[1], rest[3])
+            queue = self._store.objects.get(("kueue.x-k8s.io", "localqueues", lq[0], lq[1]))
+            if queue is None:
+                raise self._not_found()
+            cq = queue["spec"]["clusterQueue"]
+        else:
+            raise self._not_found()
+        if ("kueue.x-k8s.io", "clusterqueues", "", cq) not in self._store.objects:
+            raise self._not_found()
+        queue_of = {
+            (ns, name): obj["spec"].get("clusterQueue")
+            for (g, plural, ns, name), obj in self._store.objects.items() if (g, plural) == ("kueue.x-k8s.io", "localqueues")
+        }
+        pending = []
+        for (g, plural, ns, name), wl in self._store.objects.items():
+            if (g, plural) != ("kueue.x-k8s.io", "workloads"):
+                continue
+            spec, status = wl.get("spec") or {}, wl.get("status") or {}
+            finished = any(c.get("type") == "Finished" and c.get("status") == "True" for c in status.get("conditions") or ())
+            if status.get("admission") or spec.get("active") is False or finished:
+                continue
+            if queue_of.get((ns, spec.get("queueName", ""))) == cq:
+                pending.append(wl)
+        pending.sort(key=lambda w: (-(w["spec"].get("priority") or 0), w["metadata"]["creationTimestamp"], w["metadata"]["name"]))
+        items, per_lq = [], {}
+        for position, wl in enumerate(pending):
+            meta, lq_name = wl["metadata"], wl["spec"].get("queueName", "")
+            lq_key = (meta.get("namespace", ""), lq_name)
+            per_lq[lq_key] = per_lq.get(lq_key, -1) + 1
+            if lq is not None and lq_key != lq:
+                continue
+            items.append({
+                "metadata": {
+                    "name": meta["name"], "namespace": meta.get("namespace", ""),
+                    "creationTimestamp": meta["creationTimestamp"],
+                    "ownerReferences": [
+                        {k: o[k] for k in ("apiVersion", "kind", "name", "uid") if k in o} for o in meta.get("ownerReferences") or ()
+                    ],
+                },
+                "priority": wl["spec"].get("priority") or 0,
+                "localQueueName": lq_name,
+                "positionInClusterQueue": position,
+                "positionInLocalQueue": per_lq[lq_key],
+            })
+        offset, limit = int(query.get("offset") or 0), int(query.get("limit") or 1000)
+        return {
+            "kind": "PendingWorkloadsSummary", "apiVersion": f"{VISIBILITY_GROUP}/{version}",
+            "metadata": {"creationTimestamp": None}, "items": items[offset:offset + limit],
+        }
+
     def _discovery(self, group: str) -> dict:
+        if group == VISIBILITY_GROUP and any(t.plural == "workloads" for t in self.types.values()):
+            listed = [{"groupVersion": f"{group}/{v}", "version": v} for v in VISIBILITY_VERSIONS]
+            return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": listed, "preferredVersion": listed[0]}
         versions = next((t.versions for t in self.types.values() if t.group == group), None)
         if versions is None:
             raise self._not_found()

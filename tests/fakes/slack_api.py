@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import defaultdict, deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, NamedTuple
@@ -50,11 +51,14 @@ class Call(NamedTuple):
 
 
 class Failure(NamedTuple):
-    """A queued one-shot failure: HTTP ``status`` (e.g. 429) or ``ok: false`` with ``error``."""
+    """A queued one-shot failure: HTTP ``status`` (e.g. 429) or ``ok: false`` with ``error``;
+    ``after`` means the call is carried out first and only its answer fails (an answer lost on
+    the way back: the caller cannot tell that it happened)."""
 
     status: int
     error: str
     retry_after: int | None
+    after: bool = False
 
 
 class FakeSlack:
@@ -140,17 +144,26 @@ class FakeSlack:
         status: int = 200,
         retry_after: int | None = None,
         error: str | None = None,
+        times: int = 1,
     ) -> None:
-        """Make the next call to ``method`` fail once.
+        """Make the next ``times`` calls to ``method`` fail.
 
         ``status=429, retry_after=1`` answers HTTP 429 with ``Retry-After: 1`` and
-        ``{"ok": false, "error": "ratelimited"}``; ``error="channel_not_found"`` answers
-        HTTP 200 with ``{"ok": false, "error": "channel_not_found"}``. Several calls queue.
+        ``{"ok": false, "error": "ratelimited"}``; ``status=500`` answers HTTP 500 with
+        ``internal_error``; ``error="channel_not_found"`` answers HTTP 200 with
+        ``{"ok": false, "error": "channel_not_found"}``. Several calls queue.
         """
         if error is None:
             error = "ratelimited" if status == 429 else "internal_error"
         with self._lock:
-            self._failures[method].append(Failure(status, error, retry_after))
+            for _ in range(times):
+                self._failures[method].append(Failure(status, error, retry_after))
+
+    def lose_next_answer(self, method: str, *, status: int = 504) -> None:
+        """Carry out the next call to ``method`` as usual (a post is posted), then answer HTTP
+        ``status`` instead of its result, as when the answer is lost on the way back."""
+        with self._lock:
+            self._failures[method].append(Failure(status, "answer_lost", None, after=True))
 
     def calls_to(self, method: str) -> list[JSONDict]:
         """The params dicts of every call to ``method``, in order."""
@@ -180,10 +193,10 @@ class FakeSlack:
     # -- internals used by the handler -------------------------------------------
 
     def _next_ts(self) -> str:
-        """A unique, increasing Slack ts: ``"1732000000.000100"``, ``"1732000000.000200"``, ..."""
-        self._counter += 1
-        micros = self._counter * 100
-        return f"{1732000000 + micros // 1_000_000}.{micros % 1_000_000:06d}"
+        """A unique, increasing Slack ts: the current Unix time in microseconds, as Slack's is
+        (``conversations.history``'s ``oldest`` compares with it), ``"1763900000.123456"``."""
+        self._counter = max(self._counter + 1, int(time.time() * 1_000_000))
+        return f"{self._counter // 1_000_000}.{self._counter % 1_000_000:06d}"
 
     def _pop_failure(self, method: str) -> Failure | None:
         queue = self._failures.get(method)
@@ -283,6 +296,39 @@ def _post_ephemeral(fake: FakeSlack, params: JSONDict) -> JSONDict:
     message_ts = fake._next_ts()
     fake.ephemerals.append({**params, **fields, "message_ts": message_ts})
     return {"ok": True, "message_ts": message_ts}
+
+
+def _truthy(value: Any) -> bool:
+    return value is True or str(value).lower() in ("true", "1")
+
+
+def _conversations_history(fake: FakeSlack, params: JSONDict) -> JSONDict:
+    """Newest first, ``oldest``/``latest`` exclusive bounds (Slack ts strings), ``limit`` (default
+    100, at most 999) and ``cursor`` paging; a message's ``metadata`` only with
+    ``include_all_metadata``."""
+    channel = params.get("channel")
+    if not channel:
+        return {"ok": False, "error": "channel_not_found"}
+    try:
+        oldest = float(params.get("oldest") or 0)
+        latest = float(params.get("latest") or "inf")
+        limit = min(max(int(params.get("limit") or 100), 1), 999)
+        offset = int(params.get("cursor") or 0)
+    except ValueError:
+        return {"ok": False, "error": "invalid_arguments"}
+    found = [m for ts, m in fake._messages.get(channel, {}).items() if oldest < float(ts) < latest]
+    found.sort(key=lambda m: float(m["ts"]), reverse=True)
+    page = found[offset : offset + limit]
+    more = offset + limit < len(found)
+    metadata = _truthy(params.get("include_all_metadata"))
+    messages = [{k: v for k, v in m.items() if k != "metadata" or metadata} for m in page]
+    return {
+        "ok": True,
+        "messages": messages,
+        "has_more": more,
+        "pin_count": 0,
+        "response_metadata": {"next_cursor": str(offset + limit) if more else ""},
+    }
 
 
 def _usergroups_users_list(fake: FakeSlack, params: JSONDict) -> JSONDict:
@@ -403,6 +449,7 @@ _METHODS: dict[str, Callable[[FakeSlack, JSONDict], JSONDict]] = {
     "users.info": _users_info,
     "conversations.join": _conversations_join,
     "conversations.info": _conversations_info,
+    "conversations.history": _conversations_history,
     "files.getUploadURLExternal": _get_upload_url,
     "files.completeUploadExternal": _complete_upload,
 }
@@ -451,12 +498,15 @@ class _Handler(BaseHTTPRequestHandler):
         with fake._lock:
             fake.calls.append(Call(method, params, headers))
             failure = fake._pop_failure(method)
-            if failure is not None:
+            if failure is not None and not failure.after:
                 extra = {"Retry-After": str(failure.retry_after)} if failure.retry_after is not None else {}
                 self._send_json(failure.status, {"ok": False, "error": failure.error}, extra)
                 return
             token_error = fake._token_error(params, headers)
             answer = {"ok": False, "error": token_error} if token_error else fake._api(method, params)
+        if failure is not None:
+            self._send_json(failure.status, {"ok": False, "error": failure.error})
+            return
         self._send_json(200, answer)
 
     def _upload(self, file_id: str, raw: bytes) -> None:

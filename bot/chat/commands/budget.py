@@ -1,0 +1,129 @@
+"""``/gpu budget [team]`` shows monthly GPU budgets; ``/gpu budget set <team> <usd>/month`` sets
+one (the team's approvers only, audited)."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+from actions.alerts import month_end_forecast, month_progress
+from bot.chat import Message, blocks
+from bot.chat.commands.context import CommandContext, Reply, UsageError
+from bot.chat.failures import explain
+
+NAME = "budget"
+SUMMARY = "a team's monthly GPU budget, spend and forecast; `set` changes it (approvers only)"
+EXAMPLE = "/gpu budget set research 5000/month"
+
+# "5000", "$5,000", "5000/month", "$5,000.50 per month", "5k/mo"
+_AMOUNT = re.compile(
+    r"^\$?(?P<number>\d[\d,]*(?:\.\d+)?)(?P<k>k)?\s*(?:(?:/|per\s+)(?:month|mo))?$", re.IGNORECASE
+)
+
+
+def parse_usd_per_month(text: str) -> float | None:
+    """``"$5,000/month"`` -> ``5000.0`` USD per month; ``None`` when ``text`` is not an amount."""
+    m = _AMOUNT.match(text.strip())
+    if not m:
+        return None
+    number = m["number"]
+    if "," in number and not re.fullmatch(r"\d{1,3}(,\d{3})+(\.\d+)?", number):
+        return None
+    value = float(number.replace(",", ""))
+    return value * 1000 if m["k"] else value
+
+
+def _show(ctx: CommandContext, team: str | None) -> Reply:
+
+    rt = ctx.rt
+    budgets = rt.team_budgets()
+    if team is None and ctx.channel:
+        # In a team's channel, that team; elsewhere every team with a budget.
+        here = [name for name, t in rt.teams.teams.items() if t.channel == ctx.channel]
+        team = here[0] if len(here) == 1 else None
+    names = [team] if team else sorted(budgets)
+    if not names:
+        return Reply(blocks.text_message(f"No team has a GPU budget yet. Set one: `{EXAMPLE}`"))
+    now = rt.clock()
+    stored = {b.team: b for b in rt.store.budgets()}
+    lines = []
+    for name in names:
+        usd = budgets.get(name)
+        if usd is None:
+            shown = blocks.plain(name)
+            lines.append(f"*{shown}*: no budget. Its approvers can set one: `/gpu budget set {shown} 5000/month`")
+            continue
+        row = stored.get(name)
+        origin = (
+            f"set by <@{blocks.plain(row.set_by)}> on {blocks.short_time(row.set_at)}"
+            if row else "from the bot's config"
+        )
+        line = f"*{blocks.plain(name)}*: {blocks.usd(usd)}/month ({origin})"
+        progress = month_progress(now, rt.teams.team_for_name(name).timezone or "UTC")
+        if ctx.spend_usd is None:
+            line += "\n    spend: unavailable (no cost source in this bot)"
+        else:
+            start = now - timedelta(seconds=progress.elapsed_seconds)
+            try:
+                spent = float(ctx.spend_usd(start, now).get(name, 0.0))
+            except Exception as e:  # noqa: BLE001 - the budget is still worth showing without the spend
+                lines.append(f"{line}\n    spend: unavailable ({blocks.plain(explain(e).message)})")
+                continue
+            forecast = month_end_forecast(spent, progress)
+            line += f"\n    spent {blocks.usd(spent)} in {progress.key} ({100 * spent / usd:.0f}%)"
+            if forecast is not None:
+                line += (
+                    f", month-end forecast {blocks.usd(forecast)} ({100 * forecast / usd:.0f}%; linear "
+                    f"from {progress.fraction:.0%} of the month)"
+                )
+        lines.append(line)
+    text = "\n".join(lines)
+    return Reply(Message(text=text.splitlines()[0].replace("*", ""), blocks=[blocks.section(text)]))
+
+
+def _set(ctx: CommandContext, args: list[str]) -> Reply:
+
+    rt = ctx.rt
+    if len(args) < 2:
+        raise UsageError("Say which team and how many USD per month.", EXAMPLE)
+    team, amount_text = args[0], " ".join(args[1:])
+    usd = parse_usd_per_month(amount_text)
+    if usd is None or usd <= 0:
+        raise UsageError(
+            f"`{blocks.plain(amount_text)}` is not an amount in USD per month (a number above 0).",
+            f"/gpu budget set {blocks.plain(team)} 5000/month",
+        )
+    now = rt.clock()
+    if ctx.user not in rt.approvers_of(team):
+        rt.store.audit(
+            None, actor=ctx.user, event="budget-set-rejected", now=now,
+            detail={"team": team, "usd_per_month": usd, "reason": "not an approver"},
+        )
+        configured = rt.teams.team_for_name(team).approvers
+        who = ", ".join(f"<!subteam^{a}>" if a.startswith("S") else f"<@{a}>" for a in configured)
+        if not who:
+            message = (
+                f"Team {blocks.plain(team)} has no approvers configured, so nobody can set its budget here. "
+                "Add them under teams[].approvers in the bot's config."
+            )
+        else:
+            message = f"Only approvers of team {blocks.plain(team)} ({who}) can set its budget. Nothing was changed."
+        return Reply(blocks.error_message(message))
+    previous = rt.store.budget(team)
+    rt.store.set_budget(team, usd, ctx.user, now)
+    was = f" (was {blocks.usd(previous.usd_per_month)}/month)" if previous else ""
+    who, whose = blocks.plain(ctx.user), blocks.plain(team)
+    text = f":white_check_mark: <@{who}> set team {whose}'s GPU budget to {blocks.usd(usd)}/month{was}."
+    return Reply(blocks.text_message(text), ephemeral=False)
+
+
+def handle(args: str, ctx: CommandContext) -> Reply:
+
+    if ctx.rt is None:
+        return Reply(blocks.error_message("`/gpu budget` needs the running bot's store."))
+    parts = args.split()
+    if parts and parts[0].lower() == "set":
+        return _set(ctx, parts[1:])
+    if len(parts) > 1:
+        raise UsageError(blocks.plain("`/gpu budget` takes one team name, or `set <team> <usd>/month`."), EXAMPLE)
+    return _show(ctx, parts[0] if parts else None)

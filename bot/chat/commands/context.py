@@ -1,0 +1,42 @@
+"""What a ``/gpu`` subcommand is given and what it answers with."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from actions.prices import PriceBook
+from bot.chat import Message
+from bot.chat.runtime import Runtime
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An answer to a slash command; ``ephemeral`` ones are shown to the caller only."""
+
+    message: Message
+    ephemeral: bool = True
+
+
+@dataclass(frozen=True)
+class CommandContext:
+    """What a subcommand may use: the caller (Slack user id), the price book and, in a running
+    bot, the Runtime (store, cluster, telemetry, teams) and the channel the command was typed in.
+    ``spend_usd(start, end)`` maps team -> USD spent in ``[start, end)`` (``/gpu budget`` shows
+    spend with it); None when the bot has no cost source."""
+
+    user: str
+    prices: PriceBook
+    rt: Runtime | None = None
+    channel: str | None = None
+    spend_usd: Callable[[datetime, datetime], Mapping[str, float]] | None = None
+
+
+class UsageError(Exception):
+    """Bad input to a subcommand: ``problem`` says what was wrong, ``example`` a correct call."""
+
+    def __init__(self, problem: str, example: str):
+        super().__init__(problem)
+        self.problem = problem
+        self.example = example

@@ -1,0 +1,198 @@
+"""``/gpu cost [team] [period]``: GPU-hours and USD per team, in the chargeback layout.
+
+Without a team: one table of every team. Periods: ``7d``, ``30d`` (default), ``mtd``,
+``last-month`` (also ``12h``, ``2w``). The report reads weeks of Prometheus history, which can
+take seconds: ``bot.chat.slack.app`` acks the slash command before dispatching and answers through the
+command's ``response_url`` (Bolt's ``respond``), so Slack's 3-second limit does not apply.
+
+The renderers (:func:`team_message`, :func:`all_teams_message`) are pure: report in, Block Kit out.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from actions.cost import (
+    EFFICIENCY_TARGET,
+    PERIOD_EXAMPLES,
+    CostReport,
+    PeriodError,
+    TeamReport,
+    parse_period,
+    table_order,
+)
+from actions.sources.prometheus import TelemetryError
+from bot.chat import Message, blocks
+from bot.chat.commands.context import CommandContext, Reply, UsageError
+from bot.chat.runtime import ReportUnavailable
+
+NAME = "cost"
+SUMMARY = "GPU-hours and cost per team (idle share, efficiency, spot ratio, top consumers)"
+EXAMPLE = "/gpu cost research 30d"
+DEFAULT_PERIOD = "30d"
+MAX_FLAVOR_LINES = 12  # keeps a section under Slack's 3000 characters
+
+
+def _pct(ratio: float | None) -> str:
+    return "n/a" if ratio is None else f"{ratio:.1%}"
+
+
+def _hours(h: float) -> str:
+    return f"{h:,.0f} hrs" if h >= 10 else f"{h:,.1f} hrs"
+
+
+def period_label(start: datetime, end: datetime) -> str:
+    """``"2026-10-22 – 2026-11-21 (30 days)"``; the end date is the last day covered."""
+    last = end - timedelta(microseconds=1)
+    days = (end - start).total_seconds() / 86400
+    span = f"{days:g} days" if days >= 1 else f"{days * 24:g} hours"
+    return f"{start:%Y-%m-%d} – {last:%Y-%m-%d} ({span})"
+
+
+def team_message(r: TeamReport, notes: tuple[str, ...] = (), spot_ratio_target: float | None = None) -> Message:
+    """A team's report as Block Kit, laid out like a monthly chargeback: GPU-hours by GPU model
+    and capacity type with their prices, idle GPU-hours and their cost, efficiency against the
+    80% target, spot ratio (against ``spot_ratio_target``, ratio 0-1, when given), top consumers
+    with their idle share; the price sources and ``notes`` in context blocks."""
+    title = f"GPU cost: {r.team}"
+    lines = [f"*GPU-hours consumed: {_hours(r.gpu_hours)}*"]
+    for f in r.by_flavor[:MAX_FLAVOR_LINES]:
+        lines.append(
+            f"• {blocks.plain(f.gpu_model)} {f.capacity_type} {_hours(f.gpu_hours)} × "
+            f"{blocks.usd(f.usd_per_gpu_hour)} = "
+            f"{blocks.usd(f.cost_usd)}"
+        )
+    hidden = len(r.by_flavor) - MAX_FLAVOR_LINES
+    if hidden > 0:
+        lines.append(f"• … and {hidden} more lines, {blocks.usd(sum(f.cost_usd for f in r.by_flavor[MAX_FLAVOR_LINES:]))}")
+    lines.append(f"*Total: {blocks.usd(r.cost_usd)}*")
+    eff_mark = "" if r.efficiency is None else (" :white_check_mark:" if r.efficiency > EFFICIENCY_TARGET else " :warning:")
+    spot_target = "" if spot_ratio_target is None else f" (target > {spot_ratio_target:.0%})"
+    kpis = [
+        f"*Idle GPU-hours:* {_hours(r.idle_gpu_hours)} ({_pct(r.idle_share)}) = {blocks.usd(r.idle_cost_usd)}",
+        f"*Efficiency score:* {_pct(r.efficiency)} (target > {EFFICIENCY_TARGET:.0%}){eff_mark}",
+        f"*Spot ratio:* {_pct(r.spot_ratio)}{spot_target}",
+    ]
+    top = ["*Top consumers*"] + [
+        f"{i}. {c.kind} {blocks.plain(f'{c.namespace}/{c.name}')}"
+        f"{f' (queue {blocks.plain(c.queue)})' if c.queue else ''}: "
+        f"{_hours(c.gpu_hours)}, {blocks.usd(c.cost_usd)}, idle {c.idle_share:.0%}"
+        for i, c in enumerate(r.top_consumers, 1)
+    ]
+    out = [
+        blocks.header(title),
+        blocks.context(period_label(r.period_start, r.period_end)),
+        blocks.section("\n".join(lines)),
+        blocks.section("\n".join(kpis)),
+    ]
+    if r.top_consumers:
+        out.append(blocks.section("\n".join(top)))
+    sources = sorted({
+        blocks.plain(
+            f"{f.gpu_model} {f.capacity_type} {blocks.usd(f.usd_per_gpu_hour)}/GPU-hour: {f.price_source}"
+            + (f", as of {f.price_as_of}" if f.price_as_of else "")
+        )
+        for f in r.by_flavor
+    })
+    ctx = (["Prices: " + "; ".join(sources)] if sources else []) + [blocks.plain(n) for n in (*r.notes, *notes)]
+    if ctx:
+        out.append(blocks.context(*ctx))
+    text = f"{blocks.plain(title)}: {blocks.usd(r.cost_usd)} for {_hours(r.gpu_hours)}, idle {_pct(r.idle_share)}"
+    return Message(text=text, blocks=out)
+
+
+def _cost_cell(cost: float, hours: float, unpriced: float) -> str:
+    # An unpriced GPU-hour is not a free one: say the figure leaves some out.
+    if unpriced and unpriced >= hours:
+        return "no price"
+    return blocks.usd(cost) + ("*" if unpriced else "")
+
+
+def all_teams_message(report: CostReport) -> Message:
+    """Every team in one table (GPU-hours, USD, idle share, efficiency, spot ratio), highest cost
+    first and ``unallocated`` last, with the total; then, when the nodes' GPU capacity was read,
+    the GPU-hours no pod requested and what all GPU nodes cost (the two add up to it); the
+    report's notes below."""
+    rows = table_order(report.teams.values())
+    width = max([len("team"), len("unrequested")] + [len(r.team) for r in rows])
+    header = f"{'team':<{width}}  {'GPU-hrs':>9}  {'cost':>12}  {'idle':>6}  {'effic.':>6}  {'spot':>6}"
+    body = [
+        f"{blocks.plain(r.team):<{width}}  {r.gpu_hours:>9,.0f}  "
+        f"{_cost_cell(r.cost_usd, r.gpu_hours, r.unpriced_gpu_hours):>12}  "
+        f"{_pct(r.idle_share):>6}  {_pct(r.efficiency):>6}  {_pct(r.spot_ratio):>6}"
+        for r in rows
+    ]
+    unpriced = sum(r.unpriced_gpu_hours for r in rows)
+    body.append(f"{'total':<{width}}  {report.gpu_hours:>9,.0f}  {_cost_cell(report.cost_usd, report.gpu_hours, unpriced):>12}")
+    if report.unrequested is not None:
+        free = report.unrequested
+        body.append(f"{'unrequested':<{width}}  {free.gpu_hours:>9,.0f}  {blocks.usd(free.cost_usd):>12}")
+        body.append(f"{'GPU nodes':<{width}}  {report.node_gpu_hours:>9,.0f}  {blocks.usd(report.node_cost_usd):>12}")
+    table = "```\n" + "\n".join([header, *body]) + "\n```"
+    out = [
+        blocks.header("GPU cost by team"),
+        blocks.context(period_label(report.period_start, report.period_end)),
+        blocks.section(table),
+    ]
+    notes = [blocks.plain(n) for n in report.notes]
+    if unpriced:
+        notes.append(f"* leaves out {unpriced:,.1f} GPU-hours on GPUs with no price (named above)")
+    if report.unrequested is not None and report.unrequested.by_node:
+        top = list(report.unrequested.by_node.items())[:3]
+        notes.append(
+            "Unrequested: GPUs on nodes that no pod requested, at the node's price: "
+            + ", ".join(f"{blocks.plain(node)} {h:,.0f} GPU-hrs {blocks.usd(c)}" for node, (h, c) in top)
+            + (f" and {len(report.unrequested.by_node) - 3} more nodes" if len(report.unrequested.by_node) > 3 else "")
+        )
+    for r in rows:
+        notes += [blocks.plain(n) for n in r.notes]
+    notes.append(f"Details and price sources: `{blocks.plain('/gpu cost <team> <period>')}`")
+    out.append(blocks.context(*notes))
+    return Message(text=f"GPU cost by team: {blocks.usd(report.cost_usd)} for {report.gpu_hours:,.0f} GPU-hours", blocks=out)
+
+
+def parse_args(args: str, now: datetime, tz: str = "UTC") -> tuple[str | None, datetime, datetime]:
+    """``(team or None, start, end)`` from ``[team] [period]`` in either order. Raises
+    UsageError for a period that cannot be read or more than two words."""
+
+    words = args.split()
+    if len(words) > 2:
+        raise UsageError(f"`/gpu cost` takes a team and a period, got {args!r}.", EXAMPLE)
+    team, period = None, None
+    for w in words:
+        try:
+            parse_period(w, now, tz)
+            if period is not None:
+                raise UsageError(f"Two periods given ({period}, {w}); give one.", EXAMPLE)
+            period = w
+        except PeriodError:
+            if team is not None:
+                raise UsageError(
+                    f"{w!r} is not a period ({', '.join(PERIOD_EXAMPLES)}) and the team is already {team!r}.",
+                    EXAMPLE,
+                ) from None
+            team = w
+    start, end = parse_period(period or DEFAULT_PERIOD, now, tz)
+    return team, start, end
+
+
+def handle(args: str, ctx: CommandContext) -> Reply:
+
+    rt = ctx.rt
+    if rt is None or rt.costs is None:
+        return Reply(blocks.error_message("Cost reports need the running bot with Prometheus configured."))
+    team, start, end = parse_args(args, rt.clock(), rt.costs.timezone)
+    try:
+        report = rt.cost_report(start, end)
+    except (TelemetryError, ReportUnavailable) as e:
+        return Reply(blocks.error_message(f"I could not build the cost report: {blocks.plain(e)}"))
+    if team is None:
+        return Reply(all_teams_message(report), ephemeral=False)
+    found = report.teams.get(team)
+    if found is None:
+        known = ", ".join(sorted(report.teams)) or "none yet"
+        raise UsageError(
+            blocks.plain(f"No team {team!r} in this period (teams: {known})."),
+            blocks.plain(f"/gpu cost {next(iter(sorted(report.teams)), 'research')} 30d"),
+        )
+    return Reply(team_message(found, report.notes, rt.costs.spot_ratio_target), ephemeral=False)

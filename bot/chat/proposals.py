@@ -1,0 +1,273 @@
+"""An idle-GPU proposal's life in chat: posted, kept in step with its ActionRequest, reconciled
+with each sweep's findings, and settled when an action's outcome is unknown.
+
+States (see ``actions.store``)::
+
+    proposed --approve--> approved --re-check busy--> superseded
+                                   --dry run / applied--> done --restore--> restoring --> restored
+                                   --executor error--> failed
+                                   --no answer--> uncertain --read back--> done / failed
+    proposed --snooze/exempt/deny--> snoozed/exempt/denied --(until passes, still idle)--> proposed
+    proposed --(ttl passes)--> expired;  proposed --(no longer idle)--> superseded
+
+The presses live in :mod:`bot.chat.approvals`; this module moves requests on their own
+(:meth:`Proposals.reconcile`, run by every sweep) and has each request's message show its state
+(:meth:`Proposals.refresh_message`, through :mod:`bot.chat.messages`). An action whose outcome is
+unknown (the API server did not answer, the process was killed or its shutdown grace ran out) is
+never guessed: :meth:`Proposals.settle` reads its target back and records ``done`` (with its
+undo record, so Restore works) as soon as the cluster shows it applied, or ``failed`` once
+nothing sent can still land (``deadline_at``). Every patch is a single merge patch, so the target
+is either changed or not, never half.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime, timedelta
+
+from actions.model import Finding, finding_from_jsonable, to_jsonable
+from actions.patches import plan_apply, plan_restore
+from actions.store import ActionRequest, RequestState
+from bot.chat.blocks import duration, short_time
+from bot.chat.messages import MessageSync
+from bot.chat.runtime import Runtime
+
+log = logging.getLogger(__name__)
+
+SYSTEM = "system"
+# The actor of what a team's policy does on its own (mode auto), in the audit and the message.
+POLICY = "policy"
+
+def finding_of(req: ActionRequest) -> Finding:
+    """The finding a request was proposed for (as last refreshed by a sweep)."""
+    return finding_from_jsonable(json.loads(req.finding_json))
+
+
+def act_at_for(f: Finding, now: datetime) -> datetime | None:
+    """When the policy acts on a new proposal of ``f`` made at ``now``: after the grace in mode
+    ``auto`` when there is an action, else never (None)."""
+    if f.handling.mode != "auto" or f.action is None:
+        return None
+    return now + timedelta(seconds=f.handling.grace_seconds)
+
+
+def settle_outcome(req: ActionRequest, current: dict | None, now: datetime, why: str) -> tuple[str, str, dict] | None:
+    """Where a request whose outcome is unknown stands, judged from its target as the cluster
+    shows it now (``current``, the object's JSON; None when it is gone): ``(state, note,
+    detail)``, or None while an ``uncertain`` request may still see its patch land (before its
+    ``deadline_at``). ``approved`` and ``restoring`` requests come here only past their
+    deadline, when nothing the acting replica sent can land any more.
+
+    - approved or uncertain, and the cluster shows the action applied: ``done`` (Restore offered),
+      the undo record read back from the object in ``detail["undo"]``;
+    - otherwise (not applied, target gone, dry run): ``failed``, nothing was changed;
+    - restoring, and nothing left to undo (or a dry run): ``restored``;
+    - restoring, otherwise: back to ``done``, so Restore can be pressed again (it is idempotent).
+
+    ``why`` starts the note (e.g. "The bot restarted"). Raises ValueError for any other state and
+    ExecutorError for an undo record that does not fit the action.
+    """
+    action = finding_of(req).action
+    detail: dict = {"from": req.state, "why": why, "target_exists": current is not None}
+    if req.state in (RequestState.APPROVED, RequestState.UNCERTAIN):
+        if req.dry_run or action is None:
+            return "failed", f"{why} before acting; nothing was changed.", detail
+        if not action.verb.restorable:
+            # A deletion: done once the target is gone.
+            if current is None:
+                return "done", f"{why} while acting; the cluster shows it done: {action.summary}.", detail
+            if req.state == RequestState.UNCERTAIN and req.deadline_at is not None and now < req.deadline_at:
+                return None
+            return "failed", f"{why} before acting; {action.target} is still there. Approve it again when re-proposed.", detail
+        if current is not None:
+            patch, undo = plan_apply(action, current, now)
+            if patch is None:
+                detail["undo"] = undo
+                return "done", f"{why} while acting; the cluster shows it done: {action.summary}.", detail
+        if req.state == RequestState.UNCERTAIN and req.deadline_at is not None and now < req.deadline_at:
+            return None
+        when = "before acting" if req.state == RequestState.APPROVED else "and the cluster shows"
+        if current is None:
+            return "failed", f"{why} {when}; {action.target} no longer exists, nothing was changed.", detail
+        return "failed", f"{why} {when}; nothing was changed. Approve it again when re-proposed.", detail
+    if req.state == RequestState.RESTORING:
+        if req.dry_run or action is None:
+            return "restored", "Dry run: nothing to restore.", detail
+        if current is None:
+            return "done", f"{why} while restoring, and {action.target} no longer exists; nothing to restore.", detail
+        if plan_restore(action, json.loads(req.undo_json or "{}"), current) is None:
+            return "restored", f"{why} while restoring; the cluster shows it undone: {action.summary}.", detail
+        return "done", f"{why} before the restore finished; nothing was undone. Press Restore again.", detail
+    raise ValueError(f"request {req.id} is {req.state}, not approved, uncertain or restoring")
+
+
+class Proposals:
+    """Keeps every request's message in step with its state, and the requests in step with the
+    sweeps. ``rt`` supplies the store, the chat, the teams, the cluster (read when settling an
+    interrupted action) and the metrics."""
+
+    def __init__(self, rt: Runtime, messages: MessageSync | None = None):
+        self.rt = rt
+        self.messages = messages or MessageSync(rt)
+
+    def refresh_metrics(self) -> None:
+        """Set the requests-by-state gauges from the store (no-op without metrics)."""
+        if self.rt.metrics:
+            self.rt.metrics.refresh_from_store(self.rt.store)
+
+    # --- posting ----------------------------------------------------------------------------
+
+    def refresh_message(self, req: ActionRequest, now: datetime) -> None:
+        """Have the request's message show its state now (posted if it has none yet). A chat or
+        database failure is logged and left to the housekeeping, which retries it."""
+        try:
+            self.messages.sync(req.id, now)
+        except Exception as e:  # noqa: BLE001 - the message is desired state; the next round writes it
+            log.warning("request %s: message left for the next round: %s", req.id, e)
+
+    # --- sweeps -----------------------------------------------------------------------------
+
+    def reconcile(self, findings: list[Finding], now: datetime) -> dict[str, int]:
+        """Bring the store and the channels in line with one sweep's findings.
+
+        Actions whose outcome is unknown are settled first (:meth:`settle`). New findings
+        become proposals; open ones are refreshed (one message per consumer, updated in place);
+        proposals whose consumer is no longer idle are closed as superseded; overdue proposals
+        expire; snoozes, exemptions and denials that ran out are re-proposed when the consumer is
+        still idle. Returns counts by what happened.
+        """
+        store = self.rt.store
+        # A replica that died mid-action left its request behind; settle it before proposing.
+        self.settle(now)
+        counts = {"proposed": 0, "updated": 0, "superseded": 0, "expired": 0, "reproposed": 0}
+        by_key = {f.key: f for f in findings}
+
+        for req in store.due_for_expiry(now):
+            ttl_seconds = finding_of(req).handling.request_ttl_seconds
+            done = store.transition(
+                req.id, from_states=["proposed"], to_state="expired", now=now, actor=SYSTEM,
+                event="expired", note=f"No decision within {duration(ttl_seconds)}.",
+            )
+            if done:
+                counts["expired"] += 1
+                self.refresh_message(done, now)
+
+        for req in store.due_to_wake(now):
+            f = by_key.get(req.key)
+            if f is None:
+                done = store.transition(
+                    req.id, from_states=[req.state], to_state="superseded", now=now, actor=SYSTEM,
+                    event="superseded", note="No longer idle.",
+                )
+            else:
+                done = store.transition(
+                    req.id, from_states=[req.state], to_state="proposed", now=now, actor=SYSTEM,
+                    event="reproposed", finding_json=json.dumps(to_jsonable(f)),
+                    usd_per_hour=f.usd_per_hour, expires_at=now + timedelta(seconds=f.handling.request_ttl_seconds),
+                    until=None, act_at=act_at_for(f, now),
+                    note=f"{req.state.capitalize()} period over and still idle.",
+                )
+                counts["reproposed"] += bool(done)
+            if done:
+                self.refresh_message(done, now)
+
+        for req in store.list_requests(states=["proposed"]):
+            if req.key not in by_key:
+                done = store.transition(
+                    req.id, from_states=["proposed"], to_state="superseded", now=now, actor=SYSTEM,
+                    event="superseded", note=f"No longer idle at {short_time(now)}.",
+                )
+                if done:
+                    counts["superseded"] += 1
+                    self.refresh_message(done, now)
+
+        for f in findings:
+            req = store.open_for_key(f.key)
+            if req is None:
+                req = store.create_request(
+                    key=f.key, team=f.team, kind=f.kind, namespace=f.namespace, name=f.name,
+                    verb=f.action.verb.value if f.action else "",
+                    target=f.action.target if f.action else None,
+                    finding_json=json.dumps(to_jsonable(f)), usd_per_hour=f.usd_per_hour,
+                    gpus=f.gpus, dry_run=self.rt.dry_run, now=now,
+                    ttl_seconds=f.handling.request_ttl_seconds, act_at=act_at_for(f, now),
+                )
+                counts["proposed"] += 1
+                self.refresh_message(req, now)
+            elif req.state in ("proposed", "done", "snoozed", "exempt", "denied"):
+                # Refresh the evidence and the dollars; the message shows how long it has been idle.
+                fields = {}
+                if req.state == "proposed" and (req.act_at is None) != (act_at_for(f, now) is None):
+                    # The team's mode changed: a countdown starts now, or stops.
+                    fields["act_at"] = act_at_for(f, now)
+                req = store.update_fields(
+                    req.id, now=now, actor=SYSTEM, event="updated",
+                    finding_json=json.dumps(to_jsonable(f)), usd_per_hour=f.usd_per_hour, **fields,
+                )
+                counts["updated"] += 1
+                self.refresh_message(req, now)
+        return counts
+
+    # --- actions whose outcome is unknown -----------------------------------------------------
+
+    def settle(self, now: datetime, why: str | None = None) -> dict[str, int]:
+        """Read back the target of every request whose outcome is unknown (``uncertain``, or
+        ``approved``/``restoring`` past its ``deadline_at``: the acting process died) and record
+        what the cluster shows (:func:`settle_outcome`), with a ``recovered`` audit event and its
+        message updated. ``why`` starts the note (default: "The API server did not answer" for
+        uncertain requests, "The bot stopped while acting" for the others). A target that cannot
+        be read is left for the next round. Returns counts by the state each request moved to,
+        plus ``waiting`` (still inside their window) and ``unchecked`` (unreadable)."""
+        counts: dict[str, int] = {}
+        for req in self.rt.store.overdue_actions(now):
+            action = finding_of(req).action
+            try:
+                current = self.rt.writer.current(action.target) if action and not req.dry_run else None
+            except Exception as e:  # noqa: BLE001 - whatever the reader raised, the target is unknown
+                if self.rt.metrics:
+                    self.rt.metrics.kubernetes_error("read")
+                log.warning("request %s: outcome still unknown, cannot read %s: %s", req.id, action.target, e)
+                counts["unchecked"] = counts.get("unchecked", 0) + 1
+                continue
+            unanswered = req.state == RequestState.UNCERTAIN
+            reason = why or ("The API server did not answer" if unanswered else "The bot stopped while acting")
+            outcome = settle_outcome(req, current, now, reason)
+            if outcome is None:
+                counts["waiting"] = counts.get("waiting", 0) + 1
+                continue
+            to_state, note, detail = outcome
+            fields = {"undo_json": json.dumps(detail["undo"])} if "undo" in detail else {}
+            done = self.rt.store.transition(
+                req.id, from_states=[req.state], to_state=to_state, now=now, actor=SYSTEM,
+                event="recovered", detail={**detail, "to": to_state}, note=note, deadline_at=None, **fields,
+            )
+            if done is not None:
+                log.warning("request %s was %s; now %s: %s", req.id, req.state, to_state, note)
+                counts[to_state] = counts.get(to_state, 0) + 1
+                self.refresh_message(done, now)
+        if set(counts) - {"waiting", "unchecked"}:
+            self.refresh_metrics()
+        return counts
+
+    def interrupted(self, request_ids: set[int], now: datetime, why: str) -> dict[str, int]:
+        """Requests whose action is still running when the process must stop (its shutdown grace
+        ran out): an approved one becomes ``uncertain`` (its patch may be on the way), read back
+        by :meth:`settle` of whichever replica or start comes next; a restoring one stays, and is
+        read back once its deadline passes. Returns counts by state."""
+        counts: dict[str, int] = {}
+        for req in self.rt.store.list_requests(states=[RequestState.APPROVED, RequestState.RESTORING]):
+            if req.id not in request_ids:
+                continue
+            if req.state == RequestState.APPROVED:
+                done = self.rt.store.transition(
+                    req.id, from_states=[RequestState.APPROVED], to_state=RequestState.UNCERTAIN, now=now,
+                    actor=SYSTEM, event="interrupted", detail={"why": why},
+                    note=f"{why} while acting; reading the target back to see whether it changed.",
+                )
+                if done is not None:
+                    counts["uncertain"] = counts.get("uncertain", 0) + 1
+                    self.refresh_message(done, now)
+            else:
+                counts["restoring"] = counts.get("restoring", 0) + 1
+        return counts

@@ -1,0 +1,218 @@
+"""The running bot's parts, assembled once by :mod:`bot.wiring` and given to every chat handler,
+and the questions every front end asks of them: what is idle now, what waits in Kueue's queues,
+who may approve for a team, what each team spent.
+
+Nothing here reads settings or the environment. The jobs never see a Runtime: ``bot.wiring``
+hands each job the parts it needs, most often bound methods of this one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from actions.cost import CostReport
+from actions.detection import Detection, detect
+from actions.executors import ClusterWriter
+from actions.model import ClusterSnapshot, Finding, TelemetrySnapshot, utc_now
+from actions.policy import Policy, TeamDirectory
+from actions.prices import PriceBook
+from actions.queue import QueueReport, queue_report
+from actions.reporting import CostSetup, build_report
+from actions.sources.kubernetes import ClusterReadError
+from actions.store import Store
+from actions.team_policy import PolicyBook
+from bot.chat import Chat
+from bot.service.metrics import BotMetrics
+from bot.service.process import ActionsInFlight
+from bot.service.work import SingleFlight
+
+log = logging.getLogger(__name__)
+
+
+class ClusterReader(Protocol):
+    def snapshot(self, now: datetime) -> ClusterSnapshot:
+        """The cluster's GPU pods and their owners as of ``now``."""
+
+
+class TelemetrySource(Protocol):
+    def fetch(self, at: datetime, policy: Policy) -> TelemetrySnapshot:
+        """Per-GPU telemetry over ``policy.window_seconds`` ending at ``at``."""
+
+
+def detect_with(
+    snapshot: ClusterSnapshot, telemetry: TelemetrySource, prices: PriceBook, policy: Policy,
+    teams: TeamDirectory, now: datetime,
+) -> Detection:
+    """The idle detector over ``snapshot``, with the policy in force in each namespace (the
+    team's overrides, then the namespace's annotations) and one telemetry query per distinct
+    window those policies need. Raises what the telemetry source raises."""
+    book = PolicyBook(policy, teams, snapshot.namespace_annotations)
+    namespaces = {p.namespace for p in snapshot.pods}
+    fetched = {key: telemetry.fetch(now, p) for key, p in book.telemetry_policies(namespaces).items()}
+    return detect(snapshot, fetched, prices, book, teams, now)
+
+
+class ReportUnavailable(RuntimeError):
+    """The bot was started without a usage source, so it cannot report cost."""
+
+
+@dataclass(frozen=True)
+class ActionTimeouts:
+    """How long acting may take, in seconds: ``recheck`` the evidence re-read before acting,
+    ``apply`` the writer's reads and patches (conflict retries included), ``settle`` how long a
+    patch nobody answered may still land. A request being acted on is settled by others only
+    after :meth:`acting` seconds, when nothing its replica sent can land any more."""
+
+    recheck: float = 60.0
+    apply: float = 60.0
+    settle: float = 50.0
+
+    def acting(self, recheck: bool = True) -> float:
+        """Seconds from the decision until nothing sent for it can land (``recheck``: the action
+        re-reads the evidence first)."""
+        return (self.recheck if recheck else 0.0) + self.apply + self.settle
+
+
+@dataclass
+class Runtime:
+    """Everything a button press or a slash command needs.
+
+    ``clock`` returns the current time (tests and the demo pass a controllable one);
+    ``group_members`` expands a Slack user group id into user ids (empty set when unknown);
+    ``metrics``, when set, records Kubernetes read errors, actions and API errors (see
+    :mod:`bot.service.metrics`); ``inflight`` tracks the actions being applied or restored, for a
+    graceful shutdown; ``costs`` is None when no usage source is configured; ``timeouts`` bound
+    an action (see :class:`ActionTimeouts`).
+    """
+
+    store: Store
+    chat: Chat
+    cluster: ClusterReader
+    telemetry: TelemetrySource
+    writer: ClusterWriter
+    prices: PriceBook
+    teams: TeamDirectory
+    policy: Policy
+    dry_run: bool
+    clock: Callable[[], datetime] = utc_now
+    group_members: Callable[[str], set[str]] = lambda group: set()
+    metrics: BotMetrics | None = None
+    inflight: ActionsInFlight = field(default_factory=ActionsInFlight)
+    costs: CostSetup | None = None
+    timeouts: ActionTimeouts = field(default_factory=ActionTimeouts)
+    # Callers asking for the same period at once (ten people typing /gpu cost) share one report,
+    # also those whose command waited in the queue while it was computed.
+    _reports: SingleFlight[CostReport] = field(default_factory=lambda: SingleFlight(keep_seconds=60), repr=False)
+
+    # --- what is idle, what waits ---------------------------------------------------------------
+
+    def snapshot(self, now: datetime) -> ClusterSnapshot:
+        """The cluster at ``now``; a read failure is counted in ``metrics`` and re-raised
+        (ClusterReadError, or whatever the reader raises)."""
+        try:
+            return self.cluster.snapshot(now)
+        except ClusterReadError:
+            if self.metrics:
+                self.metrics.kubernetes_error("read")
+            raise
+
+    def detection(self, now: datetime) -> Detection:
+        """Read the cluster and telemetry at ``now`` and run the idle detector: the first stage of
+        every sweep, with what the data lacked. Raises what the sources raise."""
+        return detect_with(self.snapshot(now), self.telemetry, self.prices, self.policy, self.teams, now)
+
+    def detect(self, now: datetime) -> list[Finding]:
+        """The idle findings at ``now`` (:meth:`detection`), as the re-check right before acting
+        reads them. Raises what the sources raise."""
+        return self.detection(now).findings
+
+    def open_request_ids(self) -> dict[str, int]:
+        """Finding key -> id of its ActionRequest awaiting approval."""
+        return {r.key: r.id for r in self.store.list_requests(states=["proposed"]) if r.id is not None}
+
+    def read_queues(self, now: datetime, team: str | None = None) -> tuple[ClusterSnapshot, list[Finding], QueueReport]:
+        """Read the cluster and telemetry at ``now``; return the snapshot, the idle findings
+        (empty, logged, when the telemetry cannot be read: the queues are still worth showing) and
+        the queue report (only ``team``'s queues when given). Raises ClusterReadError when the
+        cluster cannot be read."""
+        snapshot = self.snapshot(now)
+        try:
+            findings = detect_with(snapshot, self.telemetry, self.prices, self.policy, self.teams, now).findings
+        except Exception:  # noqa: BLE001 - queues without the idle context beat no queues
+            log.exception("telemetry at %s unreadable; queues shown without idle GPUs elsewhere", now.isoformat())
+            findings = []
+        positions = self.queue_positions(snapshot)
+        report = queue_report(
+            snapshot, findings, self.teams, now, open_requests=self.open_request_ids(), team=team, positions=positions,
+        )
+        return snapshot, findings, report
+
+    def queue_positions(self, snapshot: ClusterSnapshot) -> dict:
+        """Where each pending Workload stands in its ClusterQueue, from Kueue's visibility API
+        when the cluster reader offers it (a kubectl dump does not); empty, logged, when it cannot
+        be read: the queues are still worth showing without positions."""
+        reader = getattr(self.cluster, "queue_positions", None)
+        if reader is None:
+            return {}
+        by_lq = {(q.namespace, q.name): q.cluster_queue for q in snapshot.local_queues}
+        cqs = sorted({
+            by_lq[(w.namespace, w.queue_name)] for w in snapshot.workloads
+            if not w.admitted and w.active and not w.finished and (w.namespace, w.queue_name) in by_lq
+        })
+        try:
+            return reader(cqs)
+        except Exception:  # noqa: BLE001 - positions are context; the queue report stands without them
+            log.exception("Kueue's visibility API unreadable at %s; positions unknown", snapshot.taken_at.isoformat())
+            return {}
+
+    # --- who may do what ------------------------------------------------------------------------
+
+    def approvers_of(self, team_name: str) -> set[str]:
+        """Slack user ids allowed to approve for ``team_name`` (user groups expanded)."""
+        team = self.teams.team_for_name(team_name)
+        users: set[str] = set()
+        for a in team.approvers if team else []:
+            if a.startswith("S"):
+                users |= self.group_members(a)
+            else:
+                users.add(a)
+        return users
+
+    def team_budgets(self) -> dict[str, float]:
+        """Team -> monthly budget in USD: the config's ``teams[].monthly_budget_usd``, overridden
+        by budgets set in chat (``/gpu budget set``, kept in the store)."""
+        out = {name: t.monthly_budget_usd for name, t in self.teams.teams.items() if t.monthly_budget_usd}
+        out.update({b.team: b.usd_per_month for b in self.store.budgets()})
+        return out
+
+    # --- what it cost ---------------------------------------------------------------------------
+
+    def cost_report(self, start: datetime, end: datetime) -> CostReport:
+        """Every team's GPU-hours and USD over ``[start, end]`` (aware UTC datetimes, e.g. from
+        :func:`actions.cost.parse_period`), as a :class:`~actions.cost.CostReport` whose
+        ``teams`` maps team name -> :class:`~actions.cost.TeamReport` (``"unallocated"`` included
+        when pods in no team used GPUs; configured teams always present).
+
+        Node capacity types missing from ``kube_node_labels`` are read through ``cluster``.
+        Overlapping calls for the same period share one computation and its result, which is
+        also handed out for a minute after it was computed.
+        Raises ReportUnavailable when ``costs`` is not set and
+        actions.sources.prometheus.TelemetryError when Prometheus fails.
+        """
+        if self.costs is None:
+            raise ReportUnavailable("cost reports need a Prometheus usage source (Runtime.costs is not set)")
+        return self._reports.do((start, end), lambda: build_report(
+            self.costs, self.prices, self.teams, self.policy, start, end,
+            api_nodes=lambda: self.cluster.snapshot(self.clock()).nodes,
+        ))
+
+    def spend_function(self) -> Callable[[datetime, datetime], Mapping[str, float]] | None:
+        """``(start, end) -> {team: USD spent in [start, end]}`` from :meth:`cost_report`, for
+        what shows spend next to a budget; None when there is no usage source."""
+        if self.costs is None:
+            return None
+        return lambda start, end: {team: r.cost_usd for team, r in self.cost_report(start, end).teams.items()}

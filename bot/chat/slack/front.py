@@ -1,0 +1,184 @@
+"""How Slack reaches the bot: the Events API endpoint (HTTP mode) or a Socket Mode connection.
+
+The process (:mod:`bot.service.process`) serves what :func:`events_route` returns, or holds the
+:class:`SocketModeConnection`; it never sees Bolt itself.
+
+In HTTP mode every request is checked on its raw bytes before anything parses it: the body's
+size (the server refused anything over ``server.max_body_bytes`` before reading it), Slack's
+timestamp (within five minutes of now) and Slack's signature (``v0=`` HMAC-SHA256 of
+``v0:{timestamp}:{body}`` with the signing secret). Whatever fails gets a 4xx and one WARNING
+line; only a signed, well-formed request reaches Bolt. A request that waited so long to be
+handled that Slack has given up on it (3 seconds) is not handled at all: its ack would come too
+late, and acting on it would surprise the person who saw an error.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import hmac
+import json
+import logging
+import re
+import time
+from typing import TYPE_CHECKING, Callable, Iterable
+from urllib.parse import parse_qs
+
+from slack_bolt import App, BoltRequest
+from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+from bot.service.http import RECEIVED_AT
+
+if TYPE_CHECKING:
+    from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
+
+log = logging.getLogger(__name__)
+
+SLACK_EVENTS_PATH = "/slack/events"
+# Slack's replay window: a timestamp further from now than this, either way, is refused.
+MAX_CLOCK_SKEW_SECONDS = 300
+# Slack shows an error when no ack came within 3 s; a request handled later than this after it
+# arrived is not handled (its ack would arrive past the limit).
+ACK_WITHIN_SECONDS = 2.5
+_TIMESTAMP = re.compile(rb"^[0-9]{1,12}$")
+_SIGNATURE = re.compile(rb"^v0=[0-9a-f]{64}$")
+
+
+class SlackEvents:
+    """The WSGI application at ``/slack/events``: checks each request (see the module docstring)
+    and hands the good ones to ``bolt``. ``max_body_bytes`` bounds the body read (the server
+    enforces it too); ``clock`` returns Unix seconds (Slack's timestamps)."""
+
+    def __init__(
+        self, bolt: App, signing_secret: str, *, max_body_bytes: int = 1024 * 1024,
+        clock: Callable[[], float] = time.time,
+    ):
+        if not signing_secret:
+            raise ValueError("HTTP mode needs the signing secret (SLACK_SIGNING_SECRET)")
+        self.bolt = bolt
+        self._secret = signing_secret.encode("utf-8")
+        self.max_body_bytes = max_body_bytes
+        self.clock = clock
+
+    def __call__(self, environ: "WSGIEnvironment", start_response: "StartResponse") -> Iterable[bytes]:
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or "")
+        except ValueError:
+            return self._refuse(start_response, 411, "no valid Content-Length", environ)
+        if length < 0 or length > self.max_body_bytes:
+            return self._refuse(start_response, 413, f"a body of {length} bytes", environ)
+        body = environ["wsgi.input"].read(length) if length else b""
+        if len(body) != length:
+            return self._refuse(start_response, 400, f"{len(body)} of {length} bytes arrived", environ)
+        problem = self._unauthentic(environ, body)
+        if problem:
+            return self._refuse(start_response, 401, problem, environ)
+        try:
+            text = body.decode("utf-8")
+            _check_shape(text, environ.get("CONTENT_TYPE", ""))
+        except ValueError as e:
+            return self._refuse(start_response, 400, f"a signed body that is not a Slack payload ({e})", environ)
+        received = environ.get(RECEIVED_AT)
+        if received is not None and time.monotonic() - received > ACK_WITHIN_SECONDS:
+            waited = time.monotonic() - received
+            why = f"handled {waited:.1f} s after it arrived, too late to ack"
+            return self._refuse(start_response, 503, why, environ)
+        headers = {k[5:].replace("_", "-").lower(): v for k, v in environ.items() if k.startswith("HTTP_")}
+        headers["content-type"] = environ.get("CONTENT_TYPE", "")
+        response = self.bolt.dispatch(BoltRequest(body=text, query=environ.get("QUERY_STRING", ""), headers=headers))
+        payload = (response.body or "").encode("utf-8")
+        out = [(k, v) for k, values in response.headers.items() for v in values if k.lower() != "content-length"]
+        status = f"{response.status} {_REASONS.get(response.status, 'Status')}"
+        start_response(status, [*out, ("Content-Length", str(len(payload)))])
+        return [payload]
+
+    def _unauthentic(self, environ: "WSGIEnvironment", body: bytes) -> str | None:
+        """Why the request is not Slack's, or None when it is: checked on the raw bytes."""
+        timestamp = environ.get("HTTP_X_SLACK_REQUEST_TIMESTAMP", "").encode("latin-1")
+        signature = environ.get("HTTP_X_SLACK_SIGNATURE", "").encode("latin-1")
+        if not timestamp or not signature:
+            return "no Slack signature or timestamp"
+        if not _TIMESTAMP.match(timestamp):
+            return "a malformed timestamp"
+        skew = self.clock() - int(timestamp)
+        if abs(skew) > MAX_CLOCK_SKEW_SECONDS:
+            return f"a timestamp {skew:+.0f} s from now (replayed or forged)"
+        if not _SIGNATURE.match(signature):
+            return "a malformed signature"
+        digest = hmac.new(self._secret, b"v0:" + timestamp + b":" + body, hashlib.sha256).hexdigest()
+        expected = b"v0=" + digest.encode()
+        if not hmac.compare_digest(expected, signature):
+            return "a wrong signature"
+        return None
+
+    @staticmethod
+    def _refuse(start_response: "StartResponse", status: int, why: str, environ: "WSGIEnvironment") -> list[bytes]:
+        log.warning(
+            "refused a request to %s from %s: %s", SLACK_EVENTS_PATH, environ.get("REMOTE_ADDR", "?"), why,
+            extra={"status": status},
+        )
+        body = f"{_REASONS.get(status, 'refused').lower()}\n".encode()
+        start_response(
+            f"{status} {_REASONS.get(status, 'Refused')}",
+            [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))],
+        )
+        return [body]
+
+
+_REASONS = {
+    200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 411: "Length Required",
+    413: "Payload Too Large", 500: "Internal Server Error", 503: "Service Unavailable",
+}
+
+
+def _check_shape(text: str, content_type: str) -> None:
+    """Raise ValueError unless ``text`` is shaped like a Slack request: a JSON object (Events
+    API), or a form whose ``payload``, when present, is a JSON object (interactions)."""
+    if content_type.split(";")[0].strip().lower() == "application/json":
+        if not isinstance(json.loads(text), dict):
+            raise ValueError("JSON that is not an object")
+        return
+    form = parse_qs(text, keep_blank_values=True, strict_parsing=bool(text), max_num_fields=200)
+    if "payload" in form and not isinstance(json.loads(form["payload"][0]), dict):
+        raise ValueError("a payload that is not a JSON object")
+
+
+def events_route(bolt: App, signing_secret: str, *, max_body_bytes: int = 1024 * 1024) -> dict[str, "WSGIApplication"]:
+    """``{"/slack/events": app}``: Slack's Events API, slash commands and button presses, checked
+    by :class:`SlackEvents` and then handled by Bolt. Raises ValueError without a signing
+    secret."""
+    return {SLACK_EVENTS_PATH: SlackEvents(bolt, signing_secret, max_body_bytes=max_body_bytes)}
+
+
+class ScopedSocketModeHandler(SocketModeHandler):
+    """Bolt's Socket Mode handler, handling each envelope in a copy of the current context, so
+    what Bolt sets while handling it (the request id, see ``bot.chat.slack.request_ids``) ends
+    with it instead of staying on the pooled worker thread for the next envelope."""
+
+    def handle(self, client, req) -> None:  # noqa: ANN001 - Bolt's signature
+        contextvars.copy_context().run(super().handle, client, req)
+
+
+class SocketModeConnection:
+    """Slack's Socket Mode: a websocket the bot opens with the app-level token (``xapp-...``),
+    so no public endpoint is needed. ``handler`` is Bolt's, once connected."""
+
+    name = "Slack (Socket Mode)"
+
+    def __init__(self, bolt: App, app_token: str):
+        self._bolt, self._app_token = bolt, app_token
+        self.handler: ScopedSocketModeHandler | None = None
+
+    def connect(self) -> None:
+        """Open the websocket; raises when Slack cannot be reached or refuses the token."""
+        self.handler = ScopedSocketModeHandler(self._bolt, self._app_token)
+        self.handler.connect()
+
+    def connected(self) -> bool:
+        """Whether the websocket is up now."""
+        return self.handler is not None and bool(self.handler.client.is_connected())
+
+    def close(self) -> None:
+        """Close the websocket (no-op before :meth:`connect`)."""
+        if self.handler is not None:
+            self.handler.close()
