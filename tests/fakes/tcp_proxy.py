@@ -33,6 +33,10 @@ class TcpProxy:
                 client, _ = listener.accept()
             except OSError:
                 return
+            if listener.fileno() == -1:
+                # Accepted in the moment between cut() and the accept waking up: refuse it too.
+                client.close()
+                return
             try:
                 upstream = socket.create_connection(self.target, timeout=5)
             except OSError:
@@ -59,6 +63,12 @@ class TcpProxy:
 
     def cut(self) -> None:
         """Reset every open connection and refuse new ones (the database "goes down")."""
+        try:
+            # close() alone leaves the socket listening while the accept thread blocks on it
+            # (Linux), so one more connection would get through; shutdown() wakes that accept.
+            self._listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self._listener.close()
         with self._lock:
             conns, self._conns = self._conns, []
