@@ -35,6 +35,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import threading
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from enum import StrEnum
 from pathlib import Path
@@ -482,6 +483,87 @@ def _states(states: Iterable[str], what: str) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class NewRequest:
+    """A checked, not yet stored proposal: ``request`` the row to insert, ``arguments`` what
+    :meth:`Store.create_request` takes to make it (without ``now``)."""
+
+    request: ActionRequest
+    arguments: dict[str, Any]
+
+
+def new_request(
+    *,
+    key: str,
+    team: str,
+    kind: str,
+    namespace: str,
+    name: str,
+    verb: ActionVerb | str,
+    target: ObjectRef | Sequence[str] | None,
+    finding_json: str,
+    usd_per_hour: float,
+    gpus: float,
+    dry_run: bool,
+    now: datetime,
+    ttl_seconds: float,
+    act_at: datetime | None = None,
+) -> NewRequest:
+    """The request :meth:`Store.create_request` stores for these arguments (state ``proposed``,
+    ``version`` 1, no id yet), checked as it checks them. Raises ValueError as it does."""
+    arguments = dict(
+        key=key, team=team, kind=kind, namespace=namespace, name=name, verb=verb, target=target,
+        finding_json=finding_json, usd_per_hour=usd_per_hour, gpus=gpus, dry_run=dry_run,
+        ttl_seconds=ttl_seconds, act_at=act_at,
+    )
+    now = _utc(now)
+    if not key:
+        raise ValueError("key is empty")
+    verb_value = verb.value if isinstance(verb, ActionVerb) else str(verb)
+    if verb_value and verb_value not in {v.value for v in ActionVerb}:
+        raise ValueError(
+            f"unknown verb {verb_value!r}; use one of {[v.value for v in ActionVerb]} or ''"
+        )
+    if isinstance(target, ObjectRef):
+        target_fields = (target.api_version, target.kind, target.name)
+    elif target is None:
+        if verb_value:
+            raise ValueError(f"verb {verb_value!r} needs a target")
+        target_fields = ("", "", "")
+    else:
+        target_fields = tuple(str(t) for t in target)
+        if len(target_fields) != 3:
+            raise ValueError("target must be (api_version, kind, name)")
+    if not ttl_seconds > 0:
+        raise ValueError(f"ttl_seconds must be > 0, got {ttl_seconds}")
+    if gpus < 0 or usd_per_hour < 0:
+        raise ValueError("gpus and usd_per_hour cannot be negative")
+    _check_json("finding_json", finding_json)
+
+    request = ActionRequest(
+        key=key,
+        team=team,
+        kind=kind,
+        namespace=namespace,
+        name=name,
+        verb=verb_value,
+        target_api_version=target_fields[0],
+        target_kind=target_fields[1],
+        target_name=target_fields[2],
+        state=RequestState.PROPOSED.value,
+        finding_json=finding_json,
+        usd_per_hour=float(usd_per_hour),
+        gpus=float(gpus),
+        dry_run=bool(dry_run),
+        created_at=now,
+        updated_at=now,
+        expires_at=now + timedelta(seconds=ttl_seconds),
+        version=1,
+        act_at=None if act_at is None else _utc(act_at, "act_at"),
+    )
+    return NewRequest(request, arguments)
+
+
 # --- the store -------------------------------------------------------------------------------------
 
 
@@ -579,51 +661,12 @@ class Store:
         target, ``ttl_seconds <= 0``, negative ``gpus``/``usd_per_hour`` or non-JSON
         ``finding_json``.
         """
-        now = _utc(now)
-        if not key:
-            raise ValueError("key is empty")
-        verb_value = verb.value if isinstance(verb, ActionVerb) else str(verb)
-        if verb_value and verb_value not in {v.value for v in ActionVerb}:
-            raise ValueError(
-                f"unknown verb {verb_value!r}; use one of {[v.value for v in ActionVerb]} or ''"
-            )
-        if isinstance(target, ObjectRef):
-            target_fields = (target.api_version, target.kind, target.name)
-        elif target is None:
-            if verb_value:
-                raise ValueError(f"verb {verb_value!r} needs a target")
-            target_fields = ("", "", "")
-        else:
-            target_fields = tuple(str(t) for t in target)
-            if len(target_fields) != 3:
-                raise ValueError("target must be (api_version, kind, name)")
-        if not ttl_seconds > 0:
-            raise ValueError(f"ttl_seconds must be > 0, got {ttl_seconds}")
-        if gpus < 0 or usd_per_hour < 0:
-            raise ValueError("gpus and usd_per_hour cannot be negative")
-        _check_json("finding_json", finding_json)
-
-        request = ActionRequest(
-            key=key,
-            team=team,
-            kind=kind,
-            namespace=namespace,
-            name=name,
-            verb=verb_value,
-            target_api_version=target_fields[0],
-            target_kind=target_fields[1],
-            target_name=target_fields[2],
-            state=RequestState.PROPOSED.value,
-            finding_json=finding_json,
-            usd_per_hour=float(usd_per_hour),
-            gpus=float(gpus),
-            dry_run=bool(dry_run),
-            created_at=now,
-            updated_at=now,
-            expires_at=now + timedelta(seconds=ttl_seconds),
-            version=1,
-            act_at=None if act_at is None else _utc(act_at, "act_at"),
-        )
+        request = new_request(
+            key=key, team=team, kind=kind, namespace=namespace, name=name, verb=verb, target=target,
+            finding_json=finding_json, usd_per_hour=usd_per_hour, gpus=gpus, dry_run=dry_run, now=now,
+            ttl_seconds=ttl_seconds, act_at=act_at,
+        ).request
+        now = request.created_at
         try:
             with self._session() as session, session.begin():
                 session.add(request)

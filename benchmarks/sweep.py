@@ -56,9 +56,10 @@ def _env(names: list[str], prefix: str) -> list[dict]:
     return [{"name": n, "value": f"{prefix}-{n.lower()}"} for n in names]
 
 
-def make_pod(i: int) -> dict:
+def make_pod(i: int, gpu: bool | None = None) -> dict:
     """A pod like a real GPU pod (two containers, env, volumes, tolerations, statuses); every fifth
-    is CPU-only; even ones are Kubeflow notebook pods, odd ones pods of Kueue-admitted Jobs."""
+    is CPU-only unless ``gpu`` says; even ones are Kubeflow notebook pods, odd ones pods of
+    Kueue-admitted Jobs."""
     p = copy.deepcopy(_BASE_POD)
     m, spec, status = p["metadata"], p["spec"], p["status"]
     ns, uid = f"team-{i % 40:02d}", f"{i:08x}-710e-540f-ac81-964ffb64d106"
@@ -77,7 +78,7 @@ def make_pod(i: int) -> dict:
     m.update(name=name, namespace=ns, uid=uid, resourceVersion=str(400000 + i))
     main = spec["containers"][0]
     main["name"] = "main"
-    if i % 5 == 4:  # CPU-only
+    if not (i % 5 != 4 if gpu is None else gpu):  # CPU-only
         [main["resources"][key].pop("nvidia.com/gpu") for key in ("limits", "requests")]
     main["env"] += _env(["HF_HOME", "TRANSFORMERS_CACHE", "WANDB_PROJECT", "WANDB_ENTITY", "NCCL_DEBUG",
                          "OMP_NUM_THREADS"], ns) + [
@@ -178,6 +179,65 @@ def child(kind: str, n: int, path: str) -> dict:
     return {"seconds": seconds, "peak_mb": peak_mb, **extra}
 
 
+def oneshot_child(workdir: str, in_process_sweeps: int) -> dict:
+    """``sweep --once`` as the CLI runs it, in this fresh process, with its CPU seconds per phase;
+    then ``in_process_sweeps`` more sweeps in the same process (what ``run`` does every
+    interval). Prints nothing itself; the caller times the interpreter's exit."""
+    marks: list[tuple[str, float]] = [("interpreter", time.process_time())]
+
+    def mark(name: str) -> None:
+        marks.append((name, time.process_time()))
+
+    import bot.cli  # noqa: F401 - the CLI's own imports, as `gpu-cost-bot sweep` pays them
+    from bot import wiring
+    from bot.settings import load_settings
+
+    mark("imports")
+    settings = load_settings(Path(workdir) / "bot.yaml")
+    mark("config")
+    with open(os.devnull, "w") as devnull:
+        rt = wiring.build_runtime(settings, clock=lambda: NOW, out=devnull)
+        mark("runtime")
+        sweeps = [_phased_sweep(rt, wiring) for _ in range(1 + in_process_sweeps)]
+    first = sweeps[0]
+    for name, seconds in first["phases"].items():
+        marks.append((name, marks[-1][1] + seconds))
+    phases = {name: t - marks[k][1] for k, (name, t) in enumerate(marks[1:])}
+    phases["interpreter"] = marks[0][1]
+    return {"phases": phases, "cpu_before_exit": time.process_time(), "counts": first["counts"],
+            "findings": first["findings"], "again": [s["phases"] for s in sweeps[1:]],
+            "peak_rss_mb": _rss_mb("VmHWM")}
+
+
+def _phased_sweep(rt, wiring) -> dict:
+    """One sweep as ``Sweep.run`` does it (detection, reconcile, the policy's due actions, the
+    gauges), with CPU seconds per phase."""
+    from actions.detection import detect
+    from actions.team_policy import PolicyBook
+
+    phases, t = {}, time.process_time()
+
+    def lap(name: str) -> None:
+        nonlocal t
+        now_cpu = time.process_time()
+        phases[name], t = now_cpu - t, now_cpu
+
+    snapshot = rt.snapshot(NOW)
+    lap("kubernetes")
+    book = PolicyBook(rt.policy, rt.teams, snapshot.namespace_annotations)
+    fetched = {key: rt.telemetry.fetch(NOW, p)
+               for key, p in book.telemetry_policies({p.namespace for p in snapshot.pods}).items()}
+    lap("prometheus")
+    found = detect(snapshot, fetched, rt.prices, book, rt.teams, NOW)
+    lap("detect")
+    sweep = wiring.sweep_for(rt)
+    counts = sweep.proposals.reconcile(found.findings, NOW)
+    counts.update(sweep.auto.act_due(NOW))
+    sweep.proposals.refresh_metrics()
+    lap("reconcile")
+    return {"phases": phases, "counts": counts, "findings": len(found.findings)}
+
+
 def measure(kind: str, n: int, path: str, repeat: int) -> dict:
     runs = [json.loads(subprocess.run([sys.executable, __file__, "--child", kind, str(n), path], cwd=ROOT,
                                       capture_output=True, text=True, check=True).stdout.splitlines()[-1])
@@ -237,34 +297,114 @@ def time_detect(data: bytes, repeat: int) -> tuple[float, int, int]:
     return statistics.median(times), len(snapshot.pods), found
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--pods", default="1000,10000", help="comma-separated pod counts")
-    ap.add_argument("--repeat", type=int, default=3, help="runs per figure (the median is printed)")
-    ap.add_argument("--child", nargs=3, metavar=("KIND", "N", "PATH"), help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.child:
-        print(json.dumps(child(args.child[0], int(args.child[1]), args.child[2])))
-        return
-    import kubernetes
-    import msgspec
+def _serve_objects(gpus: int, pods: int, conn) -> None:
+    """Serve the scale fleet's objects until told to stop (its own process: its CPU is not the bot's)."""
+    from benchmarks.scale_fleet import cluster_objects
+    from tests.fakes.kube_api import FakeKubeApi
 
-    sizes = [int(s) for s in args.pods.split(",") if s.strip()]
-    print(f"gpu-cost-bot sweep benchmark: {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-          f"kubernetes {kubernetes.__version__}, msgspec {msgspec.__version__}; medians of {args.repeat} runs\n")
+    with FakeKubeApi(cluster_objects(gpus, pods)) as fake:
+        conn.send(fake.url)
+        conn.recv()
+
+
+def prometheus_cpu(url: str) -> float:
+    """Prometheus's own ``process_cpu_seconds_total``, read from its /metrics (it scrapes nothing)."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith("process_cpu_seconds_total "):
+                return float(line.split()[1])
+    raise RuntimeError(f"{url}/metrics has no process_cpu_seconds_total")
+
+
+def run_oneshot(workdir: Path, prom_url: str, in_process_sweeps: int) -> dict:
+    """One ``sweep --once`` in a fresh process: its phases, its exit, its whole CPU (from wait4,
+    children included) and Prometheus's CPU while it ran."""
+    prom_before = prometheus_cpu(prom_url)
+    # Only this child is reaped in between (the fake and Prometheus outlive it).
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run([sys.executable, __file__, "--child", "oneshot", str(in_process_sweeps), str(workdir)],
+                          cwd=ROOT, capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode:
+        raise RuntimeError(f"the sweep failed:\n{proc.stderr[-3000:]}")
+    r = json.loads(proc.stdout.splitlines()[-1])
+    r["prometheus_cpu"] = prometheus_cpu(prom_url) - prom_before
+    r["total_cpu"] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return r
+
+
+def part4(gpus: int, pods: int, cache: Path, in_process_sweeps: int) -> None:
+    """One-shot sweeps end to end against a fake API server and a real Prometheus."""
+    from actions.policy import Policy
+    from actions.sources.prometheus import telemetry_queries
+    from benchmarks.scale_fleet import HISTORY_HOURS, tsdb
+    from tests.prometheus_server import serving_tsdb
+
+    data = tsdb(cache, gpus)
+    ctx = multiprocessing.get_context("fork")
+    ours, theirs = ctx.Pipe()
+    fake = ctx.Process(target=_serve_objects, args=(gpus, pods, theirs), daemon=True)
+    fake.start()
+    # The old subqueries take minutes of Prometheus CPU on a busy machine: past the default 2 m.
+    with tempfile.TemporaryDirectory(prefix="sweep-oneshot-") as tmp, \
+            serving_tsdb(data, Path(tmp), extra_args=("--query.timeout=15m",)) as prom:
+        work = Path(tmp)
+        kube_url = ours.recv()
+        (work / "kubeconfig").write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "bench",
+            "clusters": [{"name": "bench", "cluster": {"server": kube_url}}],
+            "contexts": [{"name": "bench", "context": {"cluster": "bench", "user": "bench"}}],
+            "users": [{"name": "bench", "user": {"token": "bench"}}]}))
+        (work / "bot.yaml").write_text(json.dumps({
+            "dry_run": True, "database_url": f"sqlite:///{work / 'bot.db'}",
+            "prometheus": {"url": prom, "timeout_seconds": 120},
+            "kubernetes": {"kubeconfig": str(work / "kubeconfig"), "timeout_seconds": 120}}))
+        print(f"\n4. One-shot `sweep --once` at {gpus} GPUs, {pods} pods: fake API server (own process),"
+              f" real Prometheus ({HISTORY_HOURS} h of DCGM history), SQLite; CPU seconds")
+        names = ["interpreter", "imports", "config", "runtime", "kubernetes", "prometheus", "detect", "reconcile"]
+        print(f"{'':27} " + " ".join(f"{n[:10]:>10}" for n in [*names, "exit", "bot total", "prom CPU", "peak MB"]))
+        runs = []
+        for label, extra in (("1st sweep (empty store)", 0), ("2nd sweep (same findings)", in_process_sweeps)):
+            runs.append((label, r := run_oneshot(work, prom, extra)))
+            exit_cpu = r["total_cpu"] - r["cpu_before_exit"]
+            cells = [r["phases"][n] for n in names] + [exit_cpu, r["total_cpu"], r["prometheus_cpu"], r["peak_rss_mb"]]
+            print(f"{label:27} " + " ".join(f"{c:>10.2f}" for c in cells), flush=True)
+        print(f"   findings {runs[1][1]['findings']}; proposals 1st {runs[0][1]['counts']}, 2nd {runs[1][1]['counts']}")
+        for k, phases in enumerate(runs[1][1]["again"], 1):
+            print(f"   sweep {k + 1} inside the same process (as `run`): "
+                  + ", ".join(f"{n} {v:.2f}" for n, v in phases.items()) + f"; total {sum(phases.values()):.2f}")
+        print("   Prometheus CPU per query (each run alone):")
+        import urllib.parse
+        import urllib.request
+        for name, q in telemetry_queries(Policy()).items():
+            before = prometheus_cpu(prom)
+            t0 = time.perf_counter()
+            with urllib.request.urlopen(f"{prom}/api/v1/query?" + urllib.parse.urlencode(
+                    {"query": q, "time": NOW.timestamp()}), timeout=300) as resp:
+                n = len(json.loads(resp.read())["data"]["result"])
+            print(f"     {name:>13}: {prometheus_cpu(prom) - before:6.2f} s CPU, {time.perf_counter() - t0:6.2f} s wall,"
+                  f" {n} series")
+        ours.send("stop")
+
+
+def part1(sizes: list[int], datasets: dict[int, bytes], repeat: int) -> None:
     print("1. Decoding one PodList response (fresh warmed-up process per run; MB = growth of peak RSS)")
     print(f"{'pods':>6} {'KB/pod':>6} | {'k8s models s':>12} {'json.loads s':>12} {'msgspec s':>9} |"
           f" {'models MB':>9} {'json MB':>7} {'msgspec MB':>10} | {'GPU pods':>8}")
-    datasets = {}
     with tempfile.TemporaryDirectory(prefix="sweep-bench-") as tmp:
         for n in sizes:
-            data = datasets[n] = pod_list(n)
+            data = datasets[n]
             (path := Path(tmp) / f"pods-{n}.json").write_bytes(data)
-            r = {k: measure(k, n, str(path), args.repeat) for k in ("models", "json", "msgspec")}
+            r = {k: measure(k, n, str(path), repeat) for k in ("models", "json", "msgspec")}
             print(f"{n:>6} {len(data) / n / 1024:>6.1f} | {r['models']['seconds']:>12.3f}"
                   f" {r['json']['seconds']:>12.3f} {r['msgspec']['seconds']:>9.4f} | {r['models']['peak_mb']:>9.0f}"
                   f" {r['json']['peak_mb']:>7.0f} {r['msgspec']['peak_mb']:>10.1f} | {r['msgspec']['items']:>8}")
             path.unlink()
+
+
+def part2(sizes: list[int], repeat: int) -> None:
     print("\n2. KubernetesSource(page_size=500).snapshot(), real client, FakeKubeApi in its own process")
     print(f"{'pods':>6} | {'setup s':>7} {'1st snapshot s':>14} {'2nd snapshot s':>14} {'peak MB':>7} |"
           f" {'pod list requests':>17} {'GPU pods':>8}")
@@ -272,20 +412,56 @@ def main() -> None:
         if n > SOURCE_MAX_PODS:
             print(f"{n:>6} | skipped (over {SOURCE_MAX_PODS})")
             continue
-        r = measure("source", n, "-", args.repeat)
+        r = measure("source", n, "-", repeat)
         print(f"{n:>6} | {r['setup']:>7.2f} {r['seconds']:>14.2f} {r['again']:>14.2f} {r['peak_mb']:>7.1f} |"
               f" {r['pod_requests']:>17.0f} {r['items']:>8.0f}")
+
+
+def part3(sizes: list[int], datasets: dict[int, bytes], repeat: int) -> None:
     print("\n3. detect_idle over the GPU pods (half notebooks, half Kueue jobs; half idle)")
     print(f"{'pods':>6} {'GPU pods':>8} | {'s/sweep':>8} {'us/GPU pod':>10} {'findings':>8}")
     per_pod = []
     for n in sizes:
-        seconds, gpu_pods, found = time_detect(datasets[n], args.repeat)
+        seconds, gpu_pods, found = time_detect(datasets[n], repeat)
         per_pod.append(seconds / gpu_pods * 1e6)
         print(f"{n:>6} {gpu_pods:>8} | {seconds:>8.4f} {per_pod[-1]:>10.1f} {found:>8}")
     if len(sizes) > 1:
         growth = per_pod[-1] / per_pod[0]
         print(f"   cost per GPU pod grew x{growth:.2f} from {sizes[0]} to {sizes[-1]} pods"
               f" ({'superlinear: look for a per-pod scan' if growth > 2 else 'linear'})")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pods", default="1000,10000", help="comma-separated pod counts")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per figure (the median is printed)")
+    ap.add_argument("--parts", default="1,2,3,4", help="which parts to run (4: one-shot sweeps end to end)")
+    ap.add_argument("--gpus", type=int, default=10000, help="part 4: GPUs (one per GPU pod)")
+    ap.add_argument("--all-pods", type=int, default=50000, help="part 4: pods in all (the rest CPU-only)")
+    ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "gpu-cost-bot-bench"),
+                    help="part 4: where the Prometheus data is built once and kept")
+    ap.add_argument("--child", nargs=3, metavar=("KIND", "N", "PATH"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        kind, n, path = args.child
+        print(json.dumps(oneshot_child(path, int(n)) if kind == "oneshot" else child(kind, int(n), path)))
+        return
+    import kubernetes
+    import msgspec
+
+    sizes = [int(s) for s in args.pods.split(",") if s.strip()]
+    print(f"gpu-cost-bot sweep benchmark: {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+          f"kubernetes {kubernetes.__version__}, msgspec {msgspec.__version__}; medians of {args.repeat} runs\n")
+    parts = {x.strip() for x in args.parts.split(",")}
+    datasets = {n: pod_list(n) for n in sizes} if parts & {"1", "3"} else {}
+    if "1" in parts:
+        part1(sizes, datasets, args.repeat)
+    if "2" in parts:
+        part2(sizes, args.repeat)
+    if "3" in parts:
+        part3(sizes, datasets, args.repeat)
+    if "4" in parts:
+        part4(args.gpus, args.all_pods, Path(args.cache), in_process_sweeps=2)
 
 
 if __name__ == "__main__":

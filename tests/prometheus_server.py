@@ -90,6 +90,16 @@ def running_prometheus(openmetrics_text: str, tmp_path: Path) -> Iterator[str]:
         raise subprocess.CalledProcessError(
             backfill.returncode, backfill.args, backfill.stdout, backfill.stderr
         )
+    with serving_tsdb(data, tmp_path) as url:
+        yield url
+
+
+@contextmanager
+def serving_tsdb(data: Path, tmp_path: Path, *, extra_args: tuple[str, ...] = ()) -> Iterator[str]:
+    """Serve the Prometheus data directory ``data`` (written by promtool) and yield its base URL;
+    config, log and working directory go under ``tmp_path``. ``extra_args`` are more flags for
+    ``prometheus``. Raises RuntimeError when the server does not become ready."""
+    prometheus, _ = _binaries()
     config = tmp_path / "prometheus.yml"
     config.write_text(CONFIG)
     port = free_port()
@@ -104,6 +114,7 @@ def running_prometheus(openmetrics_text: str, tmp_path: Path) -> Iterator[str]:
                 # Backfilled blocks are old; retention counts from the newest block, keep them all.
                 "--storage.tsdb.retention.time=100y",
                 f"--web.listen-address=127.0.0.1:{port}",
+                *extra_args,
             ],
             stdout=log_file,
             stderr=subprocess.STDOUT,

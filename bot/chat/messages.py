@@ -21,6 +21,7 @@ import json
 import logging
 from datetime import datetime, timedelta
 
+from actions import store_bulk
 from actions.model import finding_from_jsonable
 from actions.store import ActionRequest
 from bot.chat import ChatError, Message, MessageRef
@@ -39,6 +40,9 @@ LEASE_SECONDS = 120.0
 MAX_BACKOFF_SECONDS = 30.0
 # Slack's clock and ours may differ a little; the search for a lost post starts this much earlier.
 SEARCH_MARGIN = timedelta(minutes=5)
+# Messages whose holds are taken together: their writes must end within LEASE_SECONDS, and Slack
+# answers chat.update about once a second per channel (Tier 3), so well under 120.
+BATCH = 40
 # A request changed again while its message was written is written again, at most this often in
 # one call; anything left is due for the next round.
 MAX_ROUNDS = 3
@@ -79,19 +83,56 @@ class MessageSync:
             req = self.rt.store.claim_message(request_id, now, LEASE_SECONDS)
             if req is None:
                 return False
-            version = req.version
-            try:
-                self._write(req, now)
-            except ChatError as e:
-                retry_at = now + timedelta(seconds=backoff_seconds(req.sync_failures + 1))
-                failures = self.rt.store.message_failed(request_id, retry_at)
-                log.warning("request %s: message not written (try %d), will retry: %s", request_id, failures, e)
-                return False
-            current = self.rt.store.get(request_id)
-            if current is None or current.version == version:
-                return True
+            written = self._write_claimed(req, now)
+            if written is not None:
+                return written
             now = None  # changed while it was written: write the newer state
         return False
+
+    def _write_claimed(self, req: ActionRequest, now: datetime) -> bool | None:
+        """Write the message of a request this caller holds: True when the channel shows it,
+        False when the chat failed (retried after a backoff), None when the request changed
+        while it was written."""
+        try:
+            self._write(req, now)
+        except ChatError as e:
+            self._failed(req, now, e)
+            return False
+        current = self.rt.store.get(req.id)
+        return True if current is None or current.version == req.version else None
+
+    def sync_many(self, request_ids: list[int], now: datetime) -> int:
+        """:meth:`sync` for many requests (a sweep's), the store's side batched: the holds are
+        taken and the shown versions recorded for :data:`BATCH` messages at a time. A first
+        post, a failed write and a request changed while written go through :meth:`sync`.
+        Returns how many messages show their request now. Raises what the store raises."""
+        done = 0
+        for start in range(0, len(request_ids), BATCH):
+            shown: list[tuple[int, int]] = []
+            for req in store_bulk.claim_messages(self.rt.store, request_ids[start:start + BATCH], now, LEASE_SECONDS):
+                if not (req.message_ts and req.channel):
+                    written = self._write_claimed(req, now)
+                    done += self.sync(req.id) if written is None else written
+                    continue
+                try:
+                    self.rt.chat.update(MessageRef(req.channel, req.message_ts), render(req, now))
+                except ChatError as e:
+                    self._failed(req, now, e)
+                    continue
+                shown.append((req.id, req.version))
+            store_bulk.messages_shown(self.rt.store, shown)
+            current = store_bulk.requests_by_id(self.rt.store, [i for i, _ in shown])
+            for request_id, version in shown:
+                if request_id in current and current[request_id].version != version:
+                    done += self.sync(request_id)  # changed while it was written: write the newer state
+                else:
+                    done += 1
+        return done
+
+    def _failed(self, req: ActionRequest, now: datetime, e: ChatError) -> None:
+        retry_at = now + timedelta(seconds=backoff_seconds(req.sync_failures + 1))
+        failures = self.rt.store.message_failed(req.id, retry_at)
+        log.warning("request %s: message not written (try %d), will retry: %s", req.id, failures, e)
 
     def sync_due(self, now: datetime, limit: int = 100) -> dict[str, int]:
         """One round of the housekeeping: write every message that is due (changed within

@@ -26,9 +26,10 @@ import json
 import logging
 from datetime import datetime, timedelta
 
+from actions import store_bulk
 from actions.model import Finding, finding_from_jsonable, to_jsonable
 from actions.patches import plan_apply, plan_restore
-from actions.store import ActionRequest, RequestState
+from actions.store import ActionRequest, RequestState, new_request
 from bot.chat.blocks import duration, short_time
 from bot.chat.messages import MessageSync
 from bot.chat.runtime import Runtime
@@ -126,6 +127,14 @@ class Proposals:
         except Exception as e:  # noqa: BLE001 - the message is desired state; the next round writes it
             log.warning("request %s: message left for the next round: %s", req.id, e)
 
+    def refresh_messages(self, request_ids: list[int], now: datetime) -> None:
+        """:meth:`refresh_message` for many requests, their store reads and writes batched
+        (:meth:`~bot.chat.messages.MessageSync.sync_many`)."""
+        try:
+            self.messages.sync_many(request_ids, now)
+        except Exception as e:  # noqa: BLE001 - the messages are desired state; the next round writes them
+            log.warning("%d request message(s) left for the next round: %s", len(request_ids), e)
+
     # --- sweeps -----------------------------------------------------------------------------
 
     def reconcile(self, findings: list[Finding], now: datetime) -> dict[str, int]:
@@ -182,31 +191,32 @@ class Proposals:
                     counts["superseded"] += 1
                     self.refresh_message(done, now)
 
-        for f in findings:
-            req = store.open_for_key(f.key)
-            if req is None:
-                req = store.create_request(
-                    key=f.key, team=f.team, kind=f.kind, namespace=f.namespace, name=f.name,
-                    verb=f.action.verb.value if f.action else "",
-                    target=f.action.target if f.action else None,
-                    finding_json=json.dumps(to_jsonable(f)), usd_per_hour=f.usd_per_hour,
-                    gpus=f.gpus, dry_run=self.rt.dry_run, now=now,
-                    ttl_seconds=f.handling.request_ttl_seconds, act_at=act_at_for(f, now),
-                )
-                counts["proposed"] += 1
-                self.refresh_message(req, now)
-            elif req.state in ("proposed", "done", "snoozed", "exempt", "denied"):
+        # One lookup, one insert and one update for all findings: a large fleet has hundreds.
+        held = store_bulk.open_for_keys(store, by_key)
+        new = [
+            new_request(
+                key=f.key, team=f.team, kind=f.kind, namespace=f.namespace, name=f.name,
+                verb=f.action.verb.value if f.action else "", target=f.action.target if f.action else None,
+                finding_json=json.dumps(to_jsonable(f)), usd_per_hour=f.usd_per_hour, gpus=f.gpus,
+                dry_run=self.rt.dry_run, now=now, ttl_seconds=f.handling.request_ttl_seconds, act_at=act_at_for(f, now),
+            )
+            for f in by_key.values() if f.key not in held
+        ]
+        changes = []
+        for f in by_key.values():
+            req = held.get(f.key)
+            if req is not None and req.state in ("proposed", "done", "snoozed", "exempt", "denied"):
                 # Refresh the evidence and the dollars; the message shows how long it has been idle.
-                fields = {}
+                fields = {"finding_json": json.dumps(to_jsonable(f)), "usd_per_hour": f.usd_per_hour}
                 if req.state == "proposed" and (req.act_at is None) != (act_at_for(f, now) is None):
                     # The team's mode changed: a countdown starts now, or stops.
                     fields["act_at"] = act_at_for(f, now)
-                req = store.update_fields(
-                    req.id, now=now, actor=SYSTEM, event="updated",
-                    finding_json=json.dumps(to_jsonable(f)), usd_per_hour=f.usd_per_hour, **fields,
-                )
-                counts["updated"] += 1
-                self.refresh_message(req, now)
+                changes.append((req.id, fields))
+        created = store_bulk.create_requests(store, new, now)
+        updated = store_bulk.update_requests(store, changes, now=now, actor=SYSTEM, event="updated")
+        counts["proposed"] += len(created)
+        counts["updated"] += len(updated)
+        self.refresh_messages([r.id for r in (*created, *updated)], now)
         return counts
 
     # --- actions whose outcome is unknown -----------------------------------------------------

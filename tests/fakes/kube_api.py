@@ -26,6 +26,7 @@ oracle the bot's patches are checked against.
 from __future__ import annotations
 
 import base64
+import bisect
 import copy
 import json
 import re
@@ -210,6 +211,7 @@ class FakeKubeApi:
         self._requests: list[RecordedRequest] = []
         self._injected: list[_Injected] = []
         self._stalls: list[list] = []  # [method, path, seconds, times left]
+        self._list_cache: tuple[tuple, list] = ((), [])
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         for obj in objects:
@@ -500,16 +502,23 @@ class FakeKubeApi:
 
     def _list(self, route: _Route, query: dict) -> dict:
         rtype = route.rtype
-        selected = sorted(
-            (
-                (ns, name, obj)
-                for (g, plural, ns, name), obj in self._store.objects.items()
-                if (g, plural) == (rtype.group, rtype.plural)
-                and (route.namespace is None or ns == route.namespace)
-            ),
-            key=lambda t: (t[0], t[1]),
-        )
-        selected = [t for t in selected if _field_selector_matches(query.get("fieldSelector", ""), t[2])]
+        # A paged list of a large fake (50,000 pods) asks for the same selection once a page: keep
+        # it while nothing changes, so a page costs its own items only.
+        cache_key = (rtype.group, rtype.plural, route.namespace, query.get("fieldSelector", ""),
+                     self._store.resource_version, len(self._store.objects))
+        if self._list_cache[0] != cache_key:
+            selected = sorted(
+                (
+                    (ns, name, obj)
+                    for (g, plural, ns, name), obj in self._store.objects.items()
+                    if (g, plural) == (rtype.group, rtype.plural)
+                    and (route.namespace is None or ns == route.namespace)
+                ),
+                key=lambda t: (t[0], t[1]),
+            )
+            selected = [t for t in selected if _field_selector_matches(query.get("fieldSelector", ""), t[2])]
+            self._list_cache = (cache_key, selected)
+        selected = self._list_cache[1]
         if "labelSelector" in query and query["labelSelector"]:
             raise ApiError(400, "BadRequest", "labelSelector is not supported by this fake")
         if query.get("continue"):
@@ -517,12 +526,14 @@ class FakeKubeApi:
                 after = tuple(json.loads(base64.urlsafe_b64decode(query["continue"]))["after"])
             except (ValueError, KeyError, TypeError):
                 raise ApiError(400, "BadRequest", "continue key is not valid") from None
-            selected = [t for t in selected if (t[0], t[1]) > after]
+            selected = selected[bisect.bisect_right([(t[0], t[1]) for t in selected], after):]
         limit = int(query.get("limit") or 0)
         page, more = (selected[:limit], len(selected) > limit) if limit > 0 else (selected, False)
         items = []
         for _, _, obj in page:
-            item = self._present(route, obj)
+            # Serialised at once and never kept: a shallow copy is enough, and a deep one of
+            # 500 pods would cost the fake more than the page.
+            item = {**obj, "apiVersion": self._api_version(route), "kind": rtype.kind}
             if not rtype.custom:
                 item.pop("apiVersion")
                 item.pop("kind")

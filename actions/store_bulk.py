@@ -1,0 +1,179 @@
+"""Many action requests in a few statements: what one sweep does to every open request at once.
+
+A sweep of a large fleet looks up, refreshes and re-renders every open request. Done one request
+at a time that is a handful of statements and transactions per request: 2.9 s for 824 findings
+(benchmarks/sweep.py, part 4). Each function here makes, for every request it is given, exactly
+the change its one-request counterpart in :class:`~actions.store.Store` makes (named in its
+docstring), in one transaction of a few statements whatever the number of requests.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, Iterable, Iterator, Mapping, Sequence, TypeVar
+
+import sqlalchemy as sa
+from sqlmodel import col, select
+
+from actions.store import (
+    OPEN_STATES,
+    SYSTEM_ACTOR,
+    ActionRequest,
+    AuditEvent,
+    NewRequest,
+    Store,
+    _clean_fields,
+    _detail_json,
+    _utc,
+)
+
+# Ids or keys per IN list: under the 999 host parameters of SQLite builds before 3.32.
+CHUNK = 500
+
+T = TypeVar("T")
+
+
+def _chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def open_for_keys(store: Store, keys: Iterable[str]) -> dict[str, ActionRequest]:
+    """:meth:`Store.open_for_key` for many keys: key -> the request holding it (in an open
+    state); keys no request holds are absent. One SELECT per :data:`CHUNK` keys."""
+    wanted = sorted(set(keys))
+    out: dict[str, ActionRequest] = {}
+    with store._session() as session:
+        for chunk in _chunks(wanted):
+            query = select(ActionRequest).where(
+                col(ActionRequest.key).in_(chunk), col(ActionRequest.state).in_(sorted(OPEN_STATES))
+            )
+            out.update((r.key, r) for r in session.exec(query).all())
+    return out
+
+
+def requests_by_id(store: Store, ids: Iterable[int]) -> dict[int, ActionRequest]:
+    """:meth:`Store.get` for many ids: id -> request, ids of no request absent."""
+    wanted = sorted(set(ids))
+    with store._session() as session:
+        return {r.id: r for chunk in _chunks(wanted) for r in _select_ids(session, chunk)}
+
+
+def _select_ids(session: Any, ids: Sequence[int]) -> list[ActionRequest]:
+    query = select(ActionRequest).where(col(ActionRequest.id).in_(ids)).execution_options(populate_existing=True)
+    return list(session.exec(query).all())
+
+
+def create_requests(store: Store, new: Sequence[NewRequest], now: datetime) -> list[ActionRequest]:
+    """:meth:`Store.create_request` for many requests (each built with :func:`~actions.store.new_request`),
+    each audited ``proposed`` by the system, in one transaction; returns them with their ids,
+    in the order given. Raises DuplicateOpenRequest as :meth:`Store.create_request` when a key
+    is already held: the whole batch is then rolled back and made again one by one, so the
+    requests before the duplicate are still created, as one by one they would be."""
+    from sqlalchemy.exc import IntegrityError
+
+    now = _utc(now)
+    rows = [n.request for n in new]
+    if not rows:
+        return []
+    table = ActionRequest.__table__
+    columns = [c.name for c in table.columns if c.name != "id"]
+    try:
+        with store._session() as session, session.begin():
+            connection = session.connection()
+            connection.execute(sa.insert(table), [{c: getattr(r, c) for c in columns} for r in rows])
+            # An open key names one request (the partial unique index), so the keys give back the
+            # ids: SQLite would send a multi-row INSERT ... RETURNING one row at a time.
+            ids = {}
+            for chunk in _chunks([r.key for r in rows]):
+                found = sa.select(table.c.key, table.c.id).where(table.c.key.in_(chunk), table.c.state == "proposed")
+                ids.update(connection.execute(found).all())
+            for row in rows:
+                row.id = ids[row.key]
+            connection.execute(sa.insert(AuditEvent.__table__), [
+                {"request_id": r.id, "at": now, "actor": SYSTEM_ACTOR, "event": "proposed", "detail_json": _detail_json(None)}
+                for r in rows
+            ])
+        return rows
+    except IntegrityError:
+        for row in rows:
+            row.id = None
+    return [store.create_request(**n.arguments, now=now) for n in new]
+
+
+def update_requests(
+    store: Store, changes: Sequence[tuple[int, Mapping[str, Any]]], *, now: datetime, actor: str, event: str
+) -> list[ActionRequest]:
+    """:meth:`Store.update_fields` (without ``in_states``) for many requests: each
+    ``(request_id, fields)`` sets its fields, bumps ``version``, sets ``updated_at = now`` and is
+    audited as ``event`` by ``actor``, all in one transaction: one executemany UPDATE per
+    distinct set of field names, one INSERT of the audit events, one SELECT per :data:`CHUNK`.
+    Returns the updated requests in the order given (ids of no request left out). Raises
+    ValueError like :meth:`Store.update_fields`."""
+    now = _utc(now)
+    cleaned = [(request_id, _clean_fields(fields)) for request_id, fields in changes]
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for request_id, values in cleaned:
+        groups.setdefault(tuple(sorted(values)), []).append(
+            {"b_id": request_id, **{f"b_{name}": value for name, value in values.items()}}
+        )
+    table = ActionRequest.__table__
+    ids = [request_id for request_id, _ in cleaned]
+    with store._session() as session, session.begin():
+        connection = session.connection()
+        for names, params in groups.items():
+            statement = (
+                sa.update(table)
+                .where(table.c.id == sa.bindparam("b_id"))
+                .values({**{name: sa.bindparam(f"b_{name}") for name in names}, "updated_at": now,
+                         "version": table.c.version + 1})
+            )
+            connection.execute(statement, params)
+        found = {r.id: r for chunk in _chunks(ids) for r in _select_ids(session, chunk)}
+        audit = [
+            {"request_id": request_id, "at": now, "actor": actor, "event": event, "detail_json": _detail_json(None)}
+            for request_id in ids if request_id in found
+        ]
+        if audit:
+            connection.execute(sa.insert(AuditEvent.__table__), audit)
+    return [found[request_id] for request_id in ids if request_id in found]
+
+
+def claim_messages(store: Store, ids: Sequence[int], now: datetime, lease_seconds: float) -> list[ActionRequest]:
+    """:meth:`Store.claim_message` for many requests: hold the messages no one else holds for
+    ``lease_seconds``; returns the requests claimed (as they are now), in the order of ``ids``. One
+    ``UPDATE ... RETURNING`` and one SELECT per :data:`CHUNK`."""
+    now = _utc(now)
+    table = ActionRequest.__table__
+    free = sa.or_(table.c.sync_lease_until.is_(None), table.c.sync_lease_until <= now)
+    claimed: list[ActionRequest] = []
+    with store._session() as session, session.begin():
+        connection = session.connection()
+        for chunk in _chunks(sorted(set(ids))):
+            statement = (
+                sa.update(table)
+                .where(table.c.id.in_(chunk), free)
+                .values(sync_lease_until=now + timedelta(seconds=lease_seconds))
+                .returning(table.c.id)
+            )
+            got = sorted(row[0] for row in connection.execute(statement))
+            if got:
+                claimed += _select_ids(session, got)
+    order = {request_id: k for k, request_id in enumerate(ids)}
+    return sorted(claimed, key=lambda r: order[r.id])
+
+
+def messages_shown(store: Store, shown: Sequence[tuple[int, int]]) -> None:
+    """:meth:`Store.message_shown` (an update of a message already posted, without ``channel``
+    and ``ts``) for many requests: each ``(request_id, version)`` records that version shown,
+    clears the retry state and releases the hold. One executemany UPDATE."""
+    if not shown:
+        return
+    table = ActionRequest.__table__
+    statement = (
+        sa.update(table)
+        .where(table.c.id == sa.bindparam("b_id"))
+        .values(shown_version=sa.bindparam("b_version"), sync_failures=0, sync_due_at=None, sync_lease_until=None)
+    )
+    with store._session() as session, session.begin():
+        session.connection().execute(statement, [{"b_id": i, "b_version": v} for i, v in shown])
