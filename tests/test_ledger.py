@@ -6,6 +6,7 @@ period the ledger does not cover; retention."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import uuid
 from datetime import datetime, timedelta, timezone
@@ -30,15 +31,18 @@ from actions.ledger import (
     rows_from_usage,
 )
 from actions.ledger_store import LedgerStore, usage_hour
-from actions.policy import Policy
+from actions.policy import Policy, TeamDirectory
+from actions.prices import PriceBook, PriceCatalog
 from actions.reporting import CostSetup, build_report
 from actions.sources.ledger_usage import LedgerRollup, LedgerUsage, first_data_hour
 from actions.sources.prometheus_usage import PrometheusUsage
 from actions.store import Store
 from bot.jobs.ledger import LedgerJob
-from bot.settings import LedgerSettings
+from bot.settings import LedgerSettings, Settings
+from tests import gpu_shapes as shapes
 from tests.databases import *  # noqa: F403
 from tests.prometheus_server import running_prometheus
+from tests.test_gpu_accounting import accounting_prometheus  # noqa: F401 - a session-shared fixture
 from tests.test_usage_prometheus import (  # noqa: F401 - a session-shared fixture
     DATA_START,
     END,
@@ -327,3 +331,68 @@ def test_an_hour_must_be_finished_and_whole_to_be_rolled_up(sqlite_ledger, usage
     with pytest.raises(ValueError, match="not the start of an hour"):
         rollup.roll_up(h(20, 6) + timedelta(minutes=5), POLICY, END)
     assert floor_hour(h(20, 6) + timedelta(minutes=59)) == h(20, 6)
+
+
+# --- MIG slices, time-sliced replicas and unrequested GPUs (tests/test_gpu_accounting.py) ----------
+
+
+def test_shares_of_gpus_and_unrequested_gpus_read_back_the_same_to_the_cent(database_url, accounting_prometheus):  # noqa: F811
+    """The 6 hours of tests/gpu_shapes.py rolled up hour by hour: MIG 1g.5gb slices at 1/7 of a GPU,
+    time-sliced replicas at their share, and each node's unrequested GPU-hours priced at its rate
+    (the capacity rows), all as the report straight from Prometheus has them."""
+    store = Store(database_url)
+    store.migrate()
+    book = PriceBook(PriceCatalog.bundled(), shapes.PRICES)
+    prometheus = PrometheusUsage(accounting_prometheus, team_label="team")
+    rollup = LedgerRollup(prometheus, LedgerStore(store), cluster=CLUSTER, team_label="team", prices=book)
+    end = shapes.REPORT_END
+    rolled = rollup.backfill(end - 6 * HOUR, end, POLICY)
+    assert [r.hour for r in rolled] == hours_between(end - 6 * HOUR, end)
+    mine = LedgerUsage(LedgerStore(store), None, cluster=CLUSTER, team_label="team", source="ledger").fetch(
+        end - 6 * HOUR, end, POLICY)
+    direct = prometheus.fetch(end - 6 * HOUR, end, POLICY)
+    ours, theirs = (compute_cost_report(u, book, TeamDirectory([]), team_label="team") for u in (mine, direct))
+    assert report_figures(ours) == report_figures(theirs)
+    assert {n: (round(a, 6), cents(b)) for n, (a, b) in ours.unrequested.by_node.items()} == {
+        n: (round(a, 6), cents(b)) for n, (a, b) in theirs.unrequested.by_node.items()}
+    assert (cents(ours.node_cost_usd), cents(ours.unrequested.cost_usd)) == (1482.24, 553.68) and ours.reconciles
+    flavors = {f.gpu_model for t in ours.teams.values() for f in t.by_flavor}
+    assert "A100 MIG 1g.5gb" in flavors and any("shared" in f for f in flavors)
+    rows = LedgerStore(store).rows(CLUSTER, end - HOUR)
+    assert {r.node for r in rows if r.measure == CAPACITY} >= {"h100-empty", "a100-mig-single"}
+    store.close()
+
+
+# --- the scheduled job ------------------------------------------------------------------------------
+
+
+def test_the_job_is_scheduled_when_enabled_claimed_once_and_reports_read_the_ledger(
+    sqlite_url, usage_prometheus, tmp_path  # noqa: F811
+):
+    from bot.jobs.scheduler import JobBinding, run_scheduled
+    from bot.wiring import ledger_job, scheduled_jobs
+    from tests.test_scheduler import runtime
+
+    off = Settings(database_url=sqlite_url)
+    assert "usage-ledger" not in {j.id for j in scheduled_jobs(runtime(off), off)}
+    assert isinstance(runtime(off).costs.usage, PrometheusUsage)  # disabled: reports as before
+
+    settings = Settings(
+        database_url=sqlite_url, cluster_name=CLUSTER, prometheus={"url": usage_prometheus},
+        ledger={"enabled": True, "backfill_days": 1, "hours_per_run": 3},
+    )
+    now = h(20, 12) + timedelta(minutes=7)
+    rt = runtime(settings)
+    (job,) = [j for j in scheduled_jobs(rt, settings) if j.id == "usage-ledger"]
+    assert job.trigger.interval == timedelta(seconds=300) and job.first_run_at_start
+    assert isinstance(rt.costs.usage, LedgerUsage) and rt.costs.usage.cluster == CLUSTER
+
+    # The job as wired, on a clock at 12:07 (the wiring's own clock reads the wall clock).
+    body = dataclasses.replace(ledger_job(rt, settings), clock=lambda: now)
+    assert body.rollup.cluster == CLUSTER and body.settings.hours_per_run == 3
+    bound = dataclasses.replace(job, run=body.scheduled)
+    assert run_scheduled(job.id, scheduled_at=now, binding=JobBinding(bound, rt.store, "replica-a", lambda: now)) == "ran"
+    assert run_scheduled(job.id, scheduled_at=now, binding=JobBinding(bound, rt.store, "replica-b", lambda: now)) == (
+        "claimed-elsewhere")
+    held = LedgerStore(rt.store).held_hours(CLUSTER, now - timedelta(days=2), now)
+    assert sorted(held) == hours_between(h(19, 12), h(19, 15))  # 1 day back, 3 hours a run, once
