@@ -396,3 +396,15 @@ def test_the_job_is_scheduled_when_enabled_claimed_once_and_reports_read_the_led
         "claimed-elsewhere")
     held = LedgerStore(rt.store).held_hours(CLUSTER, now - timedelta(days=2), now)
     assert sorted(held) == hours_between(h(19, 12), h(19, 15))  # 1 day back, 3 hours a run, once
+
+
+def test_settings_refuse_a_retention_shorter_than_the_backfill_and_a_source_that_is_none():
+    with pytest.raises(ValueError, match=r"retention_days \(30\) is shorter than backfill_days \(90\).*e.g. backfill_days: 90"):
+        LedgerSettings(retention_days=30)
+    from bot.wiring import usage_source
+
+    with pytest.raises(ValueError, match="not one of auto, ledger, prometheus; e.g. --source ledger"):
+        usage_source(Settings(), None, "thanos")
+    with pytest.raises(ValueError, match="source ledger reads the database"):
+        usage_source(Settings(), None, "ledger")
+    assert isinstance(usage_source(Settings(ledger={"enabled": True}), None, "auto"), PrometheusUsage)
