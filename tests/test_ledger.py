@@ -408,3 +408,25 @@ def test_settings_refuse_a_retention_shorter_than_the_backfill_and_a_source_that
     with pytest.raises(ValueError, match="source ledger reads the database"):
         usage_source(Settings(), None, "ledger")
     assert isinstance(usage_source(Settings(ledger={"enabled": True}), None, "auto"), PrometheusUsage)
+
+
+def test_gpu_cost_in_chat_reads_the_ledger_and_says_which_hours_it_lacks(sqlite_ledger, tmp_path):
+    import io
+
+    from actions.store import Store as _Store
+    from bot.chat.commands import CommandContext, dispatch
+    from bot.chat.console import ConsoleChat, to_text
+    from bot.chat.runtime import Runtime
+
+    source = LedgerUsage(LedgerStore(sqlite_ledger), None, cluster=CLUSTER, team_label="team", source="ledger")
+    rt = Runtime(
+        store=_Store(f"sqlite:///{tmp_path / 'bot.db'}"), chat=ConsoleChat(io.StringIO()),
+        cluster=None, telemetry=None, writer=None,  # type: ignore[arg-type]  # a cost report reads neither
+        prices=price_book(), teams=TEAMS, policy=POLICY, dry_run=True, clock=lambda: END + timedelta(days=3),
+        costs=CostSetup(source, spot_ratio_target=0.7),
+    )
+    text = to_text(dispatch("cost research 30d", CommandContext(user="U0ANY", prices=rt.prices, rt=rt, channel="C0ANY")).message)
+    assert "GPU cost: research" in text and "does not hold 72 of the 720 hours" in text
+    assert "GPU-hours consumed: 648 hrs" in text  # 27 days of the notebook's one GPU: the rest is missing
+    table = to_text(dispatch("cost 30d", CommandContext(user="U0ANY", prices=rt.prices, rt=rt, channel="C0ANY")).message)
+    assert "does not hold 72 of the 720 hours" in table
