@@ -319,7 +319,10 @@ def report(
         raise typer.BadParameter(f"{source!r} is not a source; use auto, ledger or prometheus", param_hint="--source")
     from actions.store import Store
 
-    setup = cost_setup(s, Store(s.database_url) if source == "ledger" or (source == "auto" and s.ledger.enabled) else None, source)
+    store = Store(s.database_url) if source == "ledger" or (source == "auto" and s.ledger.enabled) else None
+    if store is not None:
+        store.migrate()  # as the bot does at every start: a new database holds an empty ledger
+    setup = cost_setup(s, store, source)
     try:
         start, end = parse_period(period, _at(at) or utc_now(), setup.timezone)
     except PeriodError as e:

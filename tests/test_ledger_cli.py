@@ -101,3 +101,12 @@ def test_bad_input_is_told_with_an_example(tmp_path, usage_prometheus):  # noqa:
     assert r.exit_code == 2 and "use auto, ledger or prometheus" in r.output
     r = runner.invoke(app, ["ledger", "backfill", "--config", str(config), "--since", "2999-01-01"])
     assert r.exit_code == 2 and "is not before" in r.output
+
+
+def test_a_report_from_a_new_empty_ledger_says_every_hour_is_missing(tmp_path, usage_prometheus):  # noqa: F811
+    config = _config(tmp_path, usage_prometheus)
+    r = _report(tmp_path, config, "--source", "ledger", "--period", "1d", "--at", "2026-11-20T00:00:00Z")
+    assert r.exit_code == 3, r.output
+    data = json.loads(r.output[: r.output.rindex("}") + 1])
+    assert data["source"]["missing_hours"] == 24 and data["teams"]["research"]["gpu_hours"] == 0
+    assert "warning: the usage ledger does not hold 24 of the 24 hours" in r.output

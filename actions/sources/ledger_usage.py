@@ -138,8 +138,9 @@ class LedgerRollup:
 class LedgerUsage:
     """A usage source over the ledger (``source`` ``ledger``: never a PromQL query) or over the
     ledger and Prometheus (``auto``: the partial hours at the period's ends and the current hour
-    read live). ``last_plan`` is the plan of the latest :meth:`fetch`, for callers that show
-    which hours came from where."""
+    read live). ``last_plan`` is the plan of the latest :meth:`fetch`, for a caller that shows
+    which hours came from where (the CLI); with threads sharing the source it may be another
+    thread's, so chat and jobs read the warnings of the usage they got instead."""
 
     def __init__(
         self, ledger: LedgerStore, prometheus: PrometheusUsage | None, *, cluster: str,
