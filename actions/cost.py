@@ -106,6 +106,7 @@ class NodeInfo:
     gpu_model: str | None = None
     source: str = NODE_FROM_METRICS
     replicas: int = 1  # GFD nvidia.com/gpu.replicas: each GPU advertised as this many
+    node_pool: str | None = None  # karpenter.sh/nodepool, when kube_node_labels carries it
 
 
 @dataclass(frozen=True)

@@ -360,12 +360,19 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="reports per period (the median is printed)")
     ap.add_argument("--periods", default="7d,30d,mtd", help="comma-separated report periods")
     ap.add_argument("--scrape-seconds", type=int, default=300, help="sample interval of every pod and GPU series")
+    ap.add_argument("--ledger", action="store_true", help="the usage ledger beside Prometheus (benchmarks/ledger_report.py)")
+    ap.add_argument("--rollup-gpus", type=int, default=2000, help="--ledger: GPUs of the hourly-rollup fleet")
+    ap.add_argument("--ledger-gpus", type=int, default=10000, help="--ledger: GPUs of the synthetic ledger")
     args = ap.parse_args()
     # SIGTERM unwinds like Ctrl-C, so the finally blocks stop Prometheus and remove the data.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     prometheus, promtool = shutil.which("prometheus"), shutil.which("promtool")
     if not prometheus or not promtool:
         sys.exit("prometheus and promtool must be on PATH (Debian package prometheus)")
+    if args.ledger:
+        from benchmarks.ledger_report import run as ledger_mode
+
+        return ledger_mode(args, prometheus, promtool)
     sizes = [int(s) for s in args.gpus.split(",") if s.strip()]
     periods = [p.strip() for p in args.periods.split(",") if p.strip()]
     start, end = END - timedelta(days=args.days), END

@@ -27,6 +27,7 @@ import typer
 
 from actions.model import format_time, parse_time, to_jsonable, utc_now
 from bot.chat.failures import UNAVAILABLE, USAGE, explain
+from bot.cli_ledger import describe_plan, ledger_app
 from bot.settings import Settings, load_settings
 from bot.settings.model import http_url
 
@@ -297,8 +298,11 @@ def report(
         None, help="a kubectl dump to read node capacity types from when kube_node_labels lacks them"
     ),
     at: Optional[str] = typer.Option(None, help="the period ends at this RFC 3339 instant (default: now)"),
+    source: str = typer.Option(
+        "auto", help="auto (the usage ledger when ledger.enabled, the current hour from Prometheus), ledger, prometheus"
+    ),
 ) -> None:
-    """GPU-hours and USD per team from Prometheus history: the chargeback report and its chart."""
+    """GPU-hours and USD per team from the usage ledger or Prometheus history: the chargeback report and its chart."""
     from actions.cost import PeriodError, parse_period
     from actions.cost import to_jsonable as report_jsonable
     from actions.reporting import build_report
@@ -311,7 +315,14 @@ def report(
     if png is not None and not png.parent.is_dir():
         raise typer.BadParameter(f"the folder {png.parent} does not exist; create it or write the chart elsewhere", param_hint="--png")
     s = _settings(config, prometheus_url)
-    setup = cost_setup(s)
+    if source not in ("auto", "ledger", "prometheus"):
+        raise typer.BadParameter(f"{source!r} is not a source; use auto, ledger or prometheus", param_hint="--source")
+    from actions.store import Store
+
+    store = Store(s.database_url) if source == "ledger" or (source == "auto" and s.ledger.enabled) else None
+    if store is not None:
+        store.migrate()  # as the bot does at every start: a new database holds an empty ledger
+    setup = cost_setup(s, store, source)
     try:
         start, end = parse_period(period, _at(at) or utc_now(), setup.timezone)
     except PeriodError as e:
@@ -332,6 +343,8 @@ def report(
     if as_json:
         data = report_jsonable(chosen or built)
         data["warnings"] = list(built.warnings)
+        if getattr(setup.usage, "last_plan", None) is not None:
+            data["source"] = describe_plan(setup.usage.last_plan)
         typer.echo(json.dumps(data, indent=2))
     elif chosen is not None:
         typer.echo(to_text(team_message(chosen, spot_ratio_target=setup.spot_ratio_target)))
@@ -411,8 +424,10 @@ def _main(
     )
 
 
+app.add_typer(ledger_app, name="ledger")
+
 # Every command speaks in words and exit codes, never a traceback (see the module docstring).
-for _command in app.registered_commands:
+for _command in (*app.registered_commands, *ledger_app.registered_commands):
     _command.callback = _explained(_command.callback)
 
 

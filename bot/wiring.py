@@ -21,10 +21,12 @@ from actions.detection import Detection
 from actions.executors import KubernetesWriter, RoutingWriter
 from actions.executors.jupyterhub import HubClient, HubWriter
 from actions.in_memory_cluster import InMemoryCluster
+from actions.ledger_store import LedgerStore
 from actions.model import utc_now
 from actions.reporting import CostSetup
 from actions.sources.kubectl_dump import read_kubectl_dump
 from actions.sources.kubernetes import KubernetesSource, load_kube_config
+from actions.sources.ledger_usage import SOURCES, LedgerRollup, LedgerUsage
 from actions.sources.prometheus import PrometheusTelemetry
 from actions.sources.prometheus_kueue import KueueMetrics
 from actions.sources.prometheus_usage import PrometheusUsage
@@ -39,7 +41,7 @@ from bot.chat.runtime import ActionTimeouts, Runtime, detect_with
 from bot.chat.slack.app import SlackWork, build_app
 from bot.chat.slack.front import SocketModeConnection, events_route
 from bot.chat.slack.web import SlackChat, UserGroups, web_client
-from bot.jobs import alerts, digests, prices, sweep
+from bot.jobs import alerts, digests, ledger, prices, sweep
 from bot.jobs.scheduler import BackgroundJobs, ScheduledJob, start_background
 from bot.service.http import HttpOptions
 from bot.service.leader import replica_identity
@@ -82,15 +84,40 @@ def kueue_metrics(settings: Settings) -> KueueMetrics:
     )
 
 
-def cost_setup(settings: Settings) -> CostSetup:
-    """Cost reports from the configured Prometheus's kube-state-metrics and DCGM history, with
-    the ``costs`` settings (team label, top consumers, time zone)."""
+def prometheus_usage(settings: Settings) -> PrometheusUsage:
+    """The configured Prometheus's kube-state-metrics and DCGM history, read with the cost
+    queries' timeout and the team label."""
     p = _prometheus(settings)
+    return PrometheusUsage(
+        p["url"], p["headers"], verify_tls=p["verify_tls"],
+        timeout_seconds=settings.costs.query_timeout_seconds, team_label=settings.costs.team_label,
+    )
+
+
+def usage_source(settings: Settings, store: Store | None, source: str = "auto") -> PrometheusUsage | LedgerUsage:
+    """Where reports read usage: ``prometheus`` straight from Prometheus; ``ledger`` the usage
+    ledger in ``store`` alone (no PromQL); ``auto`` the ledger with the current hour from
+    Prometheus when ``ledger.enabled`` (else Prometheus). Raises ValueError for another source,
+    or ``ledger`` without a store."""
+    if source not in SOURCES:
+        raise ValueError(f"source {source!r} is not one of {', '.join(SOURCES)}; e.g. --source ledger")
+    prometheus = prometheus_usage(settings)
+    if source == "prometheus" or (source == "auto" and (not settings.ledger.enabled or store is None)):
+        return prometheus
+    if store is None:
+        raise ValueError("source ledger reads the database; give a config whose database_url holds the ledger")
+    return LedgerUsage(
+        LedgerStore(store), prometheus, cluster=settings.cluster_name, team_label=settings.costs.team_label,
+        source=source,
+    )
+
+
+def cost_setup(settings: Settings, store: Store | None = None, source: str = "auto") -> CostSetup:
+    """Cost reports from :func:`usage_source` (the ledger in ``store`` when ``ledger.enabled``,
+    else the configured Prometheus's history), with the ``costs`` settings (team label, top
+    consumers, time zone)."""
     return CostSetup(
-        usage=PrometheusUsage(
-            p["url"], p["headers"], verify_tls=p["verify_tls"],
-            timeout_seconds=settings.costs.query_timeout_seconds, team_label=settings.costs.team_label,
-        ),
+        usage=usage_source(settings, store, source),
         team_label=settings.costs.team_label,
         top_consumers=settings.costs.top_consumers,
         timezone=settings.costs.timezone,
@@ -169,7 +196,7 @@ def build_runtime(
         clock=clock,
         group_members=group_members or (lambda group: set()),
         metrics=metrics,
-        costs=cost_setup(settings),
+        costs=cost_setup(settings, store),
         timeouts=ActionTimeouts(
             recheck=settings.actions.recheck_timeout_seconds,
             # The writer's GET and PATCH, each bounded by the timeout, up to three times on conflicts.
@@ -218,19 +245,35 @@ def digests_for(rt: Runtime, settings: Settings, *, holder: str | None = None) -
     )
 
 
+def ledger_job(rt: Runtime, settings: Settings) -> ledger.LedgerJob:
+    """The usage-ledger job: the configured Prometheus rolled up into ``rt``'s store, as the
+    cluster ``cluster_name``, with ``rt``'s prices recorded as the prices in force."""
+    store = LedgerStore(rt.store)
+    rollup = LedgerRollup(
+        prometheus_usage(settings), store, cluster=settings.cluster_name,
+        team_label=settings.costs.team_label, prices=rt.prices,
+    )
+    return ledger.LedgerJob(rollup, store, settings.ledger, rt.policy, rt.clock)
+
+
 def _every(seconds: float) -> IntervalTrigger:
     return IntervalTrigger(seconds=seconds, timezone=timezone.utc)
 
 
 def scheduled_jobs(rt: Runtime, settings: Settings) -> list[ScheduledJob]:
     """Every scheduled job this bot runs, in one place: the idle sweep, the alerts, the digests
-    (a frequent check; each team's digest fires at its own local time) and, when
-    ``prices.aws.enabled``, the live-price refresh."""
+    (a frequent check; each team's digest fires at its own local time), when ``ledger.enabled``
+    the usage ledger's rollup, and, when ``prices.aws.enabled``, the live-price refresh."""
     jobs = [
         ScheduledJob(sweep.JOB_ID, _every(settings.sweep.interval_seconds), sweep_for(rt).scheduled, first_run_at_start=True),
         ScheduledJob(alerts.JOB_ID, _every(settings.alerts.interval_seconds), alerts_for(rt, settings, kueue=kueue_metrics(settings)).scheduled),
         ScheduledJob(digests.JOB_ID, _every(digests.DIGEST_CHECK_SECONDS), digests_for(rt, settings).scheduled),
     ]
+    if settings.ledger.enabled:
+        jobs.append(ScheduledJob(
+            ledger.JOB_ID, _every(settings.ledger.interval_seconds), ledger_job(rt, settings).scheduled,
+            first_run_at_start=True,
+        ))
     aws = settings.prices.aws
     if aws.enabled:
         def refresh(at: datetime) -> None:

@@ -70,6 +70,7 @@ NODE_LABELS = {
     "label_beta_kubernetes_io_instance_type": "beta.kubernetes.io/instance-type",
     "label_nvidia_com_gpu_product": "nvidia.com/gpu.product",
     "label_nvidia_com_gpu_replicas": "nvidia.com/gpu.replicas",
+    "label_karpenter_sh_nodepool": "karpenter.sh/nodepool",
 }
 _CAPACITY_KEYS = (
     "karpenter.sh/capacity-type",
@@ -246,6 +247,7 @@ def _nodes(results: Mapping[str, list[Mapping[str, Any]]]) -> dict[str, NodeInfo
             capacity_type=cap if cap is not CapacityType.UNKNOWN else None,
             gpu_model=labels.get("nvidia.com/gpu.product"),
             replicas=replicas,
+            node_pool=labels.get("karpenter.sh/nodepool"),
         )
     return nodes
 

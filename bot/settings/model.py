@@ -255,6 +255,33 @@ class AlertSettings(BaseModel):
         return value
 
 
+class LedgerSettings(BaseModel):
+    """The usage ledger: each finished hour's GPU usage rolled up from Prometheus into the
+    database, so reports read hours, not weeks of raw series. ``enabled``: run the rollup job
+    and let reports (``report --source auto``, ``/gpu cost``, digests, alerts) read the ledger.
+    ``interval_seconds``: how often the job looks for hours to roll up; ``hours_per_run``: at most
+    this many hours per run (each hour is one set of PromQL queries over one hour), oldest first;
+    ``backfill_days``: how far back a first start or a gap is filled from Prometheus history;
+    ``retention_days``: rows older than this are dropped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    interval_seconds: float = Field(300, ge=60)
+    hours_per_run: int = Field(24, ge=1, le=744)
+    backfill_days: int = Field(90, ge=1, le=400)
+    retention_days: int = Field(400, ge=1)
+
+    @model_validator(mode="after")
+    def _keeps_what_it_fills(self) -> "LedgerSettings":
+        if self.retention_days < self.backfill_days:
+            raise ValueError(
+                f"retention_days ({self.retention_days}) is shorter than backfill_days ({self.backfill_days}): "
+                "filled hours would be dropped again; e.g. backfill_days: 90, retention_days: 400"
+            )
+        return self
+
+
 class HubSettings(BaseModel):
     """One JupyterHub whose single-user pods run in ``namespace``: its REST API at ``api_url``
     (``http://hub.<namespace>.svc:8081/hub/api`` in Zero to JupyterHub) and the environment
@@ -300,6 +327,7 @@ class Settings(BaseSettings):
     )
 
     dry_run: bool = Field(True, description="post and record everything but never patch the cluster")
+    cluster_name: str = Field("default", min_length=1, description="the cluster's name in ledger rows and reports")
     database_url: str = "sqlite:///gpu-cost-bot.db"
     prometheus: PrometheusSettings = Field(default_factory=PrometheusSettings)
     kubernetes: KubernetesSettings = Field(default_factory=KubernetesSettings)
@@ -314,6 +342,7 @@ class Settings(BaseSettings):
     policy: Policy = Field(default_factory=Policy)
     prices: PriceOverrides = Field(default_factory=PriceOverrides)
     jupyterhub: JupyterHubSettings = Field(default_factory=JupyterHubSettings)
+    ledger: LedgerSettings = Field(default_factory=LedgerSettings)
 
     slack_bot_token: SecretStr | None = Field(None, validation_alias=AliasChoices("SLACK_BOT_TOKEN"))
     slack_app_token: SecretStr | None = Field(None, validation_alias=AliasChoices("SLACK_APP_TOKEN"))

@@ -10,6 +10,7 @@ The renderers (:func:`team_message`, :func:`all_teams_message`) are pure: report
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timedelta
 
 from actions.cost import (
@@ -186,6 +187,9 @@ def handle(args: str, ctx: CommandContext) -> Reply:
         report = rt.cost_report(start, end)
     except (TelemetryError, ReportUnavailable) as e:
         return Reply(blocks.error_message(f"I could not build the cost report: {blocks.plain(e)}"))
+    # What the report lacks (hours the usage ledger does not hold, history Prometheus no longer
+    # keeps) is said first, with the figures it qualifies.
+    report = dataclasses.replace(report, notes=report.warnings + report.notes)
     if team is None:
         return Reply(all_teams_message(report), ephemeral=False)
     found = report.teams.get(team)

@@ -1,0 +1,375 @@
+"""The usage ledger's arithmetic: one finished hour's usage as rows, rows back into the usage of a
+period, and which hours of a period the ledger holds. Pure: no I/O, no clock reads.
+
+A report from the ledger is the same computation as one from Prometheus: the rows of the hours
+in a period are summed into the :class:`~actions.cost.UsageData` the cost engine prices
+(:func:`actions.cost.compute_cost_report`), with today's prices, so both paths agree to the cent
+on the same history. What a row keeps of a pod is what the report shows of it: its namespace and
+its workload owner (``kind``/``name``/LocalQueue as :func:`actions.cost.consumer_of` names it),
+on one node, with the node's pricing facts (instance type, capacity type, GPU product, node pool)
+as ``kube_node_labels`` gave them that hour.
+
+Two kinds of rows (``measure``): ``held``, GPU-hours pods held (idle part included), and
+``capacity``, the GPU-hours a node had whether requested or not; a node's unrequested GPU-hours
+are its capacity minus what its pods held. GPU-hours are physical-GPU equivalents.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field, replace
+from datetime import date, datetime, timedelta, timezone
+from typing import Iterable, Mapping, Sequence
+
+from actions.cost import (
+    KUEUE_LOCAL_QUEUE_POD_LABEL,
+    DailyUsage,
+    NodeInfo,
+    PodOwner,
+    PodUsage,
+    UsageData,
+    consumer_of,
+)
+from actions.model import CapacityType
+from actions.prices import PriceBook, PriceNotFound
+
+HOUR = timedelta(hours=1)
+HELD = "held"
+CAPACITY = "capacity"
+FILLED, PARTIAL, EMPTY = "filled", "partial", "empty"
+"""Hour statuses: ``filled`` (written, the data whole), ``partial`` (written, but Prometheus
+warned, e.g. no DCGM series), ``empty`` (Prometheus answered but held no kube-state-metrics
+series for the hour). All three are held; an hour without a status is missing."""
+HOUR_STATUSES = (FILLED, PARTIAL, EMPTY)
+
+
+def floor_hour(t: datetime) -> datetime:
+    """``t`` (aware) rounded down to the hour, in UTC. Raises ValueError for a naive ``t``."""
+    if t.tzinfo is None:
+        raise ValueError(f"{t!r} has no time zone; pass an aware UTC datetime")
+    return t.astimezone(timezone.utc).replace(minute=0, second=0, microsecond=0)
+
+
+def ceil_hour(t: datetime) -> datetime:
+    """``t`` (aware) rounded up to the hour, in UTC."""
+    floor = floor_hour(t)
+    return floor if floor == t else floor + HOUR
+
+
+def hours_between(start: datetime, end: datetime) -> list[datetime]:
+    """The starts of the whole hours inside ``[start, end)``, oldest first."""
+    h, last, out = ceil_hour(start), floor_hour(end), []
+    while h < last:
+        out.append(h)
+        h += HOUR
+    return out
+
+
+@dataclass(frozen=True)
+class LedgerRow:
+    """One row of ``usage_hour``. ``hour`` is the hour's start (aware UTC) or, in a period's sums
+    (:class:`actions.ledger_store.LedgerStore.sums`), the latest hour the row's key was seen;
+    ``cluster`` the ``cluster_name`` setting; ``measure`` :data:`HELD` or :data:`CAPACITY`
+    (``namespace``/``owner_*`` empty). ``namespace_team``: the namespace's ``costs.team_label``
+    value that hour. ``capacity_type`` is None when ``kube_node_labels`` had none (the report
+    then asks the Kubernetes API, as it does for Prometheus). ``gpu_hours``/``idle_gpu_hours``:
+    GPU-hours (physical-GPU equivalents). ``usd_per_gpu_hour`` (USD per GPU-hour) and
+    ``price_source``: the price in force when the hour was written (shown, never re-used: a
+    report prices with the prices of its own day)."""
+
+    hour: datetime
+    cluster: str
+    measure: str
+    namespace: str
+    owner_kind: str
+    owner_name: str
+    node: str
+    gpu_hours: float
+    idle_gpu_hours: float = 0.0
+    queue: str | None = None
+    namespace_team: str | None = None
+    gpu_model: str | None = None
+    flavor: str | None = None
+    instance_type: str | None = None
+    capacity_type: str | None = None
+    gpu_product: str | None = None
+    replicas: int = 1
+    node_pool: str | None = None
+    usd_per_gpu_hour: float | None = None
+    price_source: str | None = None
+
+    @property
+    def day(self) -> date:
+        """The UTC day of :attr:`hour`."""
+        return self.hour.date()
+
+
+def owner_for(namespace: str, pod: str, kind: str, name: str, queue: str | None) -> PodOwner:
+    """A :class:`~actions.cost.PodOwner` that :func:`~actions.cost.consumer_of` reads back as
+    ``(kind, name, queue)``: how a ledger row's owner becomes a pod of the cost engine again."""
+    labels: dict[str, str] = {}
+    if kind == "Notebook":
+        labels["notebook-name"] = name
+    if queue:
+        labels[KUEUE_LOCAL_QUEUE_POD_LABEL] = queue
+    return PodOwner(namespace, pod, kind, name, labels)
+
+
+def _quote(prices: PriceBook | None, node: NodeInfo | None, model: str | None) -> tuple[float | None, str | None]:
+    if prices is None:
+        return None, None
+    capacity = (node.capacity_type if node else None) or CapacityType.UNKNOWN
+    try:
+        q = prices.quote(node.instance_type if node else None, capacity, model or (node.gpu_model if node else None))
+    except PriceNotFound:
+        return None, "no price found"
+    return q.usd_per_gpu_hour, f"{q.source} (as of {q.as_of})" if q.as_of else q.source
+
+
+def rows_from_usage(
+    usage: UsageData, hour: datetime, cluster: str, team_label: str | None, prices: PriceBook | None = None
+) -> list[LedgerRow]:
+    """The ledger rows of one hour's ``usage`` (``usage.start`` = ``hour``, one hour long, as
+    :class:`~actions.sources.prometheus_usage.PrometheusUsage` reads it): pods summed per
+    (namespace, owner, node, GPU model, flavor), and each node's capacity. ``prices`` (optional)
+    records the price in force. Raises ValueError when ``hour`` is not the start of an hour."""
+    if hour != floor_hour(hour):
+        raise ValueError(f"{hour.isoformat()} is not the start of an hour; e.g. 2026-11-20T06:00:00Z")
+    held: dict[tuple, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for p in usage.pods:
+        kind, name, queue = consumer_of(usage.owners.get((p.namespace, p.pod)), p.namespace, p.pod)
+        acc = held[(p.namespace, kind, name, queue, p.node, p.gpu_model, p.flavor)]
+        acc[0] += p.gpu_hours
+        acc[1] += min(p.idle_gpu_hours, p.gpu_hours)
+
+    def team(ns: str) -> str | None:
+        return usage.namespace_labels.get(ns, {}).get(team_label) if team_label else None
+
+    def node_facts(node: str, model: str | None) -> dict:
+        info = usage.nodes.get(node)
+        usd, source = _quote(prices, info, model)
+        return dict(
+            instance_type=info.instance_type if info else None,
+            capacity_type=info.capacity_type.value if info and info.capacity_type else None,
+            gpu_product=info.gpu_model if info else None,
+            replicas=info.replicas if info else 1,
+            node_pool=info.node_pool if info else None,
+            usd_per_gpu_hour=usd,
+            price_source=source,
+        )
+
+    hour = floor_hour(hour)
+    rows = [
+        LedgerRow(hour, cluster, HELD, ns, kind, name, node, hours, idle, queue, team(ns), model, flavor,
+                  **node_facts(node, model))
+        for (ns, kind, name, queue, node, model, flavor), (hours, idle) in sorted(held.items(), key=_key)
+    ]
+    rows += [
+        LedgerRow(hour, cluster, CAPACITY, "", "", "", node, hours, **node_facts(node, None))
+        for node, hours in sorted(usage.node_gpu_hours.items())
+        if hours > 0
+    ]
+    return rows
+
+
+def _key(item: tuple) -> tuple:
+    return tuple("" if v is None else str(v) for v in item[0])
+
+
+@dataclass(frozen=True)
+class DaySum:
+    """GPU-hours of one namespace on one node during one UTC day, from the ledger."""
+
+    day: date
+    namespace: str
+    node: str
+    gpu_hours: float
+    idle_gpu_hours: float
+
+
+def usage_from_rows(
+    rows: Iterable[LedgerRow],
+    days: Iterable[DaySum],
+    start: datetime,
+    end: datetime,
+    *,
+    team_label: str | None,
+    step_seconds: float,
+    idle_threshold_pct: float | None = None,
+    warnings: Sequence[str] = (),
+) -> UsageData:
+    """The :class:`~actions.cost.UsageData` of ``[start, end]`` from the ledger's sums for it
+    (``rows``: one per key, ``hour`` the latest hour the key was seen; ``days``: per UTC day,
+    namespace and node). A node's and a namespace's labels are those of the latest hour, as
+    ``last_over_time`` gives them in a report from Prometheus. Pure."""
+    pods: dict[tuple, list] = {}
+    owners: dict[tuple[str, str], PodOwner] = {}
+    nodes: dict[str, tuple[datetime, NodeInfo]] = {}
+    teams: dict[str, tuple[datetime, str | None]] = {}
+    capacity: dict[str, float] = defaultdict(float)
+    for r in rows:
+        info = NodeInfo(
+            r.node,
+            instance_type=r.instance_type,
+            capacity_type=CapacityType(r.capacity_type) if r.capacity_type else None,
+            gpu_model=r.gpu_product,
+            replicas=r.replicas,
+            node_pool=r.node_pool,
+        )
+        if r.node not in nodes or nodes[r.node][0] < r.hour:
+            nodes[r.node] = (r.hour, info)
+        if r.measure == CAPACITY:
+            capacity[r.node] += r.gpu_hours
+            continue
+        if r.namespace not in teams or teams[r.namespace][0] < r.hour:
+            teams[r.namespace] = (r.hour, r.namespace_team)
+        # A pod name cannot hold "/", so these never meet a real pod's name.
+        pod = f"{r.owner_kind}/{r.owner_name}/{r.queue or ''}"
+        owners[(r.namespace, pod)] = owner_for(r.namespace, pod, r.owner_kind, r.owner_name, r.queue)
+        acc = pods.setdefault((r.namespace, pod, r.node, r.gpu_model, r.flavor), [0.0, 0.0])
+        acc[0] += r.gpu_hours
+        acc[1] += r.idle_gpu_hours
+    pod_rows = tuple(
+        PodUsage(ns, pod, node, hours, idle, model, flavor)
+        for (ns, pod, node, model, flavor), (hours, idle) in sorted(pods.items(), key=_key)
+    )
+    daily = tuple(
+        DailyUsage(d.day, d.namespace, d.node, d.gpu_hours, min(d.idle_gpu_hours, d.gpu_hours))
+        for d in sorted(days, key=lambda d: (d.day, d.namespace, d.node))
+        if d.gpu_hours > 0
+    )
+    labels = {ns: ({team_label: v} if team_label and v else {}) for ns, (_, v) in teams.items()}
+    return UsageData(
+        start=start,
+        end=end,
+        step_seconds=step_seconds,
+        pods=pod_rows,
+        daily=daily,
+        nodes={n: info for n, (_, info) in nodes.items()},
+        owners=owners,
+        namespace_labels=labels,
+        idle_threshold_pct=idle_threshold_pct,
+        warnings=tuple(warnings),
+        node_gpu_hours=dict(capacity),
+    )
+
+
+def merge_usage(parts: Sequence[UsageData], start: datetime, end: datetime) -> UsageData:
+    """One :class:`~actions.cost.UsageData` for ``[start, end]`` from the usage of pieces of it
+    (ledger hours, a current hour read from Prometheus). Rows add up; node and namespace labels
+    come from the latest piece that has them. Raises ValueError without parts."""
+    if not parts:
+        raise ValueError("no usage to merge")
+    ordered = sorted(parts, key=lambda u: u.start)
+    nodes: dict[str, NodeInfo] = {}
+    owners: dict[tuple[str, str], PodOwner] = {}
+    labels: dict[str, Mapping[str, str]] = {}
+    capacity: dict[str, float] = defaultdict(float)
+    for u in ordered:
+        nodes.update(u.nodes)
+        owners.update(u.owners)
+        labels.update(u.namespace_labels)
+        for node, hours in u.node_gpu_hours.items():
+            capacity[node] += hours
+    threshold = next((u.idle_threshold_pct for u in ordered if u.idle_threshold_pct is not None), None)
+    return replace(
+        ordered[0],
+        start=start,
+        end=end,
+        pods=tuple(p for u in ordered for p in u.pods),
+        daily=tuple(d for u in ordered for d in u.daily),
+        nodes=nodes,
+        owners=owners,
+        namespace_labels=labels,
+        idle_threshold_pct=threshold,
+        notes=tuple(dict.fromkeys(n for u in ordered for n in u.notes)),
+        warnings=tuple(dict.fromkeys(w for u in ordered for w in u.warnings)),
+        covered_from=None,
+        node_gpu_hours=dict(capacity),
+    )
+
+
+# --- which hours a period needs -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PeriodPlan:
+    """How a report over ``[start, end]`` is read: ``ledger`` the whole hours the ledger holds
+    (as ``(first, end)`` ranges), ``live`` the pieces read from Prometheus now (the partial hours
+    at either end and the current hour), ``missing`` the pieces neither covers (ranges, aware
+    UTC)."""
+
+    start: datetime
+    end: datetime
+    ledger: tuple[tuple[datetime, datetime], ...] = ()
+    live: tuple[tuple[datetime, datetime], ...] = ()
+    missing: tuple[tuple[datetime, datetime], ...] = ()
+    statuses: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def missing_hours(self) -> float:
+        """Hours of the period nobody holds."""
+        return sum((b - a).total_seconds() for a, b in self.missing) / 3600
+
+
+def ranges(hours: Iterable[datetime]) -> list[tuple[datetime, datetime]]:
+    """Consecutive hour starts as ``(first, end)`` ranges, oldest first."""
+    out: list[list[datetime]] = []
+    for h in sorted(hours):
+        if out and out[-1][1] == h:
+            out[-1][1] = h + HOUR
+        else:
+            out.append([h, h + HOUR])
+    return [(a, b) for a, b in out]
+
+
+def plan_period(
+    start: datetime, end: datetime, held: Mapping[datetime, str], *, live: bool
+) -> PeriodPlan:
+    """Split ``[start, end]`` into what the ledger holds (``held``: hour start -> status), what is
+    read from Prometheus when ``live`` (the partial hours at either end, and the last whole hour
+    when the ledger does not hold it yet: the rollup runs a few minutes after an hour ends), and
+    what is missing. Pure."""
+    whole = hours_between(start, end)
+    have = [h for h in whole if h in held]
+    lacking = [h for h in whole if h not in held]
+    edges = []
+    if start < min(ceil_hour(start), end):
+        edges.append((start, min(ceil_hour(start), end)))
+    if floor_hour(end) < end and floor_hour(end) >= start and (not edges or edges[0][1] <= floor_hour(end)):
+        edges.append((max(floor_hour(end), start), end))
+    live_pieces: list[tuple[datetime, datetime]] = []
+    if live:
+        live_pieces = list(edges)
+        if lacking and lacking[-1] == whole[-1]:
+            live_pieces.append((lacking[-1], lacking[-1] + HOUR))
+            lacking = lacking[:-1]
+        missing = ranges(lacking)
+    else:
+        missing = sorted(ranges(lacking) + edges)
+    statuses: dict[str, int] = defaultdict(int)
+    for h in have:
+        statuses[held[h]] += 1
+    return PeriodPlan(
+        start, end, tuple(ranges(have)), tuple(sorted(live_pieces)), tuple(missing), dict(statuses)
+    )
+
+
+def plan_warnings(plan: PeriodPlan) -> tuple[str, ...]:
+    """What a report over ``plan`` must say: the hours the ledger does not hold (and so are
+    left out) and the hours written with incomplete data."""
+    out = []
+    if plan.missing:
+        total = (plan.end - plan.start).total_seconds() / 3600
+        shown = ", ".join(f"{a:%Y-%m-%d %H:%M}-{b:%H:%M}" for a, b in plan.missing[:5])
+        more = len(plan.missing) - 5
+        out.append(
+            f"the usage ledger does not hold {plan.missing_hours:g} of the {total:g} hours of this period "
+            f"({shown}{f' and {more} more' if more > 0 else ''} UTC): they are left out; "
+            "`gpu-cost-bot ledger backfill --since DATE` fills them while Prometheus still keeps them"
+        )
+    if plan.statuses.get(PARTIAL):
+        out.append(f"{plan.statuses[PARTIAL]} hour(s) of this period were rolled up with incomplete data (see `gpu-cost-bot ledger status`)")
+    if plan.statuses.get(EMPTY):
+        out.append(f"{plan.statuses[EMPTY]} hour(s) of this period had no kube-state-metrics series in Prometheus when rolled up")
+    return tuple(out)
