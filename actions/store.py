@@ -223,6 +223,8 @@ class ActionRequest(StoreModel, table=True):
     message sync retries at ``sync_due_at`` after ``sync_failures`` failures, holds
     ``sync_lease_until`` while it writes, and ``post_started_at`` marks a first post that was
     attempted (its answer may have been lost, so the channel is searched before posting again).
+    ``cluster`` is the cluster the finding was made in and the action goes to (empty: the only
+    cluster, or the first of several).
     """
 
     __tablename__ = "action_request"
@@ -270,6 +272,7 @@ class ActionRequest(StoreModel, table=True):
     sync_failures: int = Field(default=0, sa_type=sa.Integer)
     sync_lease_until: datetime | None = Field(default=None, sa_type=UTCDateTime, nullable=True)
     post_started_at: datetime | None = Field(default=None, sa_type=UTCDateTime, nullable=True)
+    cluster: str = Field(default="", sa_type=sa.String)
 
     @property
     def is_open(self) -> bool:
@@ -565,6 +568,7 @@ class Store:
         actor: str = SYSTEM_ACTOR,
         detail: Mapping[str, Any] | None = None,
         act_at: datetime | None = None,
+        cluster: str = "",
     ) -> ActionRequest:
         """Record a new proposal in state ``proposed`` and audit it as ``proposed``.
 
@@ -572,7 +576,8 @@ class Store:
         ``target`` the object to act on as an ``ObjectRef`` or ``(api_version, kind, name)``, and
         None only when ``verb`` is empty. ``usd_per_hour`` is USD per hour; ``ttl_seconds`` (> 0)
         sets ``expires_at = now + ttl_seconds``; ``act_at`` (aware UTC) is when the policy acts
-        unless someone decides first (mode ``auto``). Returns the stored request (``version`` 1).
+        unless someone decides first (mode ``auto``); ``cluster`` the cluster the action goes to
+        (empty: the only or first one). Returns the stored request (``version`` 1).
 
         Raises DuplicateOpenRequest when ``key`` already has a request in an open state (checked by
         the database, so it holds across replicas); ValueError for an unknown verb, a missing
@@ -623,6 +628,7 @@ class Store:
             expires_at=now + timedelta(seconds=ttl_seconds),
             version=1,
             act_at=None if act_at is None else _utc(act_at, "act_at"),
+            cluster=cluster,
         )
         try:
             with self._session() as session, session.begin():
