@@ -9,13 +9,29 @@ API servers are two wire-level fakes.
 
 from __future__ import annotations
 
+import io
+import json
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+import yaml
+from prometheus_client import CollectorRegistry
 
-from actions.sources.prometheus import PrometheusApi
+from actions.policy import Policy
+from actions.sources.prometheus import PrometheusApi, PrometheusTelemetry
 from actions.sources.promql_scope import scoped
+from bot.chat.approvals import Approvals
+from bot.chat.console import ConsoleChat
+from bot.service.metrics import BotMetrics
 from bot.settings import ConfigError, load_settings
+from bot.wiring import build_runtime, sweep_for
+from tests.fakes.kube_api import FakeKubeApi
+from tests.fakes.tcp_proxy import TcpProxy
+from tests.fleet import RECHECK_AT, SWEEP_AT, TELEMETRY_END, TELEMETRY_START, fleet_openmetrics
+from tests.prometheus_server import running_prometheus
+from tests.test_approvals import DEMO
 
 # --- the config ------------------------------------------------------------------------------------
 
@@ -100,3 +116,158 @@ def test_every_selector_gets_the_cluster_matcher_and_strings_are_left_alone():
 def test_a_bad_scope_label_fails_when_the_api_is_built():
     with pytest.raises(ValueError, match="'k8s-cluster' is not a Prometheus label name"):
         PrometheusApi("http://127.0.0.1:1", scope=("k8s-cluster", "east"))
+
+
+# --- two clusters end to end -----------------------------------------------------------------------
+
+UTC = timezone.utc
+APPROVER = "U0APPROVER"
+KEY = "idle-notebook/ml-research/llm-explore"
+
+
+def with_clusters(text: str, clusters: Mapping[str, Callable[[str], bool]]) -> str:
+    """The OpenMetrics ``text`` once per cluster: every sample it keeps (``keep(line)``) gains
+    ``cluster="<name>"``, as a Thanos/Mimir query endpoint shows each Prometheus's external label.
+    Families keep their headers; each cluster's series follow one another inside a family."""
+    groups: list[tuple[list[str], list[str]]] = []
+    for line in text.splitlines():
+        if line == "# EOF":
+            continue
+        if line.startswith("#"):
+            if not groups or groups[-1][1]:
+                groups.append(([], []))
+            groups[-1][0].append(line)
+        else:
+            groups[-1][1].append(line)
+    out: list[str] = []
+    for header, samples in groups:
+        out += header
+        for name, keep in clusters.items():
+            out += [s.replace("{", f'{{cluster="{name}",', 1) for s in samples if keep(s)]
+    return "\n".join(out + ["# EOF"]) + "\n"
+
+
+def _busy_llm_explore(line: str) -> str:
+    # The lab cluster's llm-explore-0 is busy: GPU_UTIL 90% (its power stays as in the trace).
+    if line.startswith("DCGM_FI_DEV_GPU_UTIL{") and 'pod="llm-explore-0"' in line:
+        labels, _, ts = line.rsplit(" ", 2)
+        return f"{labels} 90 {ts}"
+    return line
+
+
+@pytest.fixture(scope="module")
+def shared_endpoint(tmp_path_factory):
+    """A real Prometheus holding the test fleet's DCGM series three times over, labelled
+    cluster="east", "west" (both as recorded) and "lab" (llm-explore-0 busy)."""
+    fleet = fleet_openmetrics(TELEMETRY_START, TELEMETRY_END)
+    lab = "\n".join(_busy_llm_explore(line) for line in fleet.splitlines()) + "\n"
+    text = with_clusters(fleet, {"east": lambda s: True, "west": lambda s: True})
+    lab_only = with_clusters(lab, {"lab": lambda s: True})
+    # One file: the lab's families appended after the others' (promtool reads series, not files).
+    combined = text.replace("# EOF\n", "") + lab_only
+    with running_prometheus(combined, tmp_path_factory.mktemp("clusters-prometheus")) as url:
+        yield url
+
+
+def test_each_cluster_sees_only_its_own_series_behind_the_shared_endpoint(shared_endpoint):
+    def llm_explore(scope):
+        snap = PrometheusTelemetry(shared_endpoint, scope=scope).fetch(SWEEP_AT, Policy())
+        return [g for g in snap.gpus if g.pod == "llm-explore-0"]
+
+    (east,) = llm_explore(("cluster", "east"))
+    (lab,) = llm_explore(("cluster", "lab"))
+    assert east.peak_engine_pct == 0 and lab.peak_engine_pct == 90
+    # Unscoped, the endpoint mixes the clusters: the same pod's GPU from three sources.
+    assert max(g.peak_engine_pct for g in llm_explore(None)) == 90
+
+
+def _kubeconfig(path: Path, servers: Mapping[str, str]) -> Path:
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": next(iter(servers)),
+        "clusters": [{"name": n, "cluster": {"server": url}} for n, url in servers.items()],
+        "users": [{"name": "bot", "user": {"token": "test-token"}}],
+        "contexts": [{"name": n, "context": {"cluster": n, "user": "bot"}} for n in servers],
+    }))
+    return path
+
+
+def _fleet_settings(tmp_path: Path, prometheus_url: str, kubeconfig: Path, names: Sequence[str]):
+    return load_settings(_write(tmp_path, yaml.safe_dump({
+        "dry_run": False,
+        "database_url": f"sqlite:///{tmp_path / 'bot.db'}",
+        "prometheus": {"url": prometheus_url},
+        "kubernetes": {"timeout_seconds": 5},
+        "teams": [{"name": "research", "namespaces": ["ml-research"], "channel": "C0RESEARCH", "approvers": [APPROVER]}],
+        "clusters": [{"name": n, "kubernetes": {"context": n, "kubeconfig": str(kubeconfig)}} for n in names],
+    })))
+
+
+class Clock:
+    def __init__(self, now: datetime):
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def two_clusters(tmp_path, shared_endpoint):
+    """The bot as `gpu-cost-bot run` assembles it for clusters east and west: two wire-level API
+    servers holding the demo cluster, one shared Prometheus, SQLite, the console chat."""
+    data = (DEMO / "cluster.json").read_bytes()
+    with FakeKubeApi.from_list_json(data) as east, FakeKubeApi.from_list_json(data) as west:
+        # West is reached through a proxy a test can cut: its API server then refuses and resets.
+        proxy = TcpProxy(("127.0.0.1", int(west.url.rsplit(":", 1)[1])))
+        kubeconfig = _kubeconfig(tmp_path / "kubeconfig", {"east": east.url, "west": f"http://127.0.0.1:{proxy.port}"})
+        settings = _fleet_settings(tmp_path, shared_endpoint, kubeconfig, ["east", "west"])
+        clock = Clock(SWEEP_AT)
+        metrics = BotMetrics(CollectorRegistry())
+        out = io.StringIO()
+        rt = build_runtime(settings, chat=ConsoleChat(out), clock=clock, metrics=metrics)
+        try:
+            yield rt, east, west, clock, metrics, out, proxy
+        finally:
+            proxy.close()
+
+
+def _requests(rt):
+    return {(r.cluster, r.key): r for r in rt.store.list_requests()}
+
+
+def test_findings_are_per_cluster_and_act_on_their_own_cluster(two_clusters):
+    rt, east, west, clock, metrics, out, _ = two_clusters
+    outcome = sweep_for(rt).run(SWEEP_AT)
+    assert outcome.counts["proposed"] == 2
+    reqs = _requests(rt)
+    # The first cluster's key keeps the form of a bot of one cluster; the other's says its cluster.
+    assert set(reqs) == {("east", KEY), ("west", f"west:{KEY}")}
+    assert json.loads(reqs[("west", f"west:{KEY}")].finding_json)["cluster"] == "west"
+    assert "cluster west" in out.getvalue()
+
+    west_req = reqs[("west", f"west:{KEY}")]
+    clock.now = RECHECK_AT
+    east.clear_requests()
+    result = Approvals(rt).approve(west_req.id, APPROVER)
+    assert result.ok, result.text
+    assert rt.store.get(west_req.id).state == "done"
+    # Stopped in west only: the Notebook's annotation there, and no write reached east.
+    assert "kubeflow-resource-stopped" in west.get("Notebook", "ml-research", "llm-explore")["metadata"]["annotations"]
+    assert "kubeflow-resource-stopped" not in (east.get("Notebook", "ml-research", "llm-explore")["metadata"].get("annotations") or {})
+    assert [r.method for r in east.requests if r.method != "GET"] == []
+
+
+def test_one_cluster_down_does_not_stop_the_other_and_its_requests_stay_open(two_clusters):
+    rt, east, west, clock, metrics, out, west_link = two_clusters
+    sweep_for(rt).run(SWEEP_AT)
+    west_link.cut()
+    # Past the requests' 24 h TTL: east's expires as usual, west's is unknown, so it stays.
+    later = SWEEP_AT + timedelta(hours=25)
+    clock.now = later
+    outcome = sweep_for(rt).run(later)
+    reqs = _requests(rt)
+    assert reqs[("east", KEY)].state == "expired"
+    assert reqs[("west", f"west:{KEY}")].state == "proposed"
+    assert rt.unreachable.keys() == {"west"}
+    assert any(w.startswith("west: not swept") for w in outcome.warnings)
+    assert metrics.registry.get_sample_value("gpu_cost_bot_cluster_sweep_failures_total", {"cluster": "west"}) == 1
+    assert metrics.registry.get_sample_value("gpu_cost_bot_cluster_sweep_failures_total", {"cluster": "east"}) in (None, 0)
