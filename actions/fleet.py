@@ -19,6 +19,13 @@ from actions.detection import Detection
 from actions.model import Finding
 
 
+def one_line(e: BaseException) -> str:
+    """An error in one line (``"ClusterReadError: connection refused"``), for warnings, logs and
+    the digest."""
+    text = str(e).splitlines()[0] if str(e) else ""
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
 def cluster_key(key: str, cluster: str, first: bool) -> str:
     """The key of a finding ``key`` made in ``cluster``: unchanged for the ``first`` cluster,
     else ``"<cluster>:<key>"``."""
@@ -140,6 +147,13 @@ def _team(name: str, parts: Sequence[tuple[str, TeamReport]], top: int, start: d
     )
 
 
+def _notes(by_cluster: Mapping[str, Sequence[str]]) -> tuple[str, ...]:
+    # A note every cluster gives (the idle definition) is said once; the others say whose they are.
+    common = set.intersection(*(set(n) for n in by_cluster.values())) if len(by_cluster) > 1 else set()
+    out = [n for n in next(iter(by_cluster.values()), ()) if n in common]
+    return tuple(dict.fromkeys(out + [f"{c}: {n}" for c, notes in by_cluster.items() for n in notes if n not in common]))
+
+
 def add_up(reports: Mapping[str, CostReport], start: datetime, end: datetime, top_consumers: int = 5) -> CostReport:
     """The fleet's report: every team's GPU-hours, USD and idle figures summed over the clusters'
     ``reports`` (cluster -> CostReport of ``[start, end]``), efficiency and spot ratio weighted
@@ -156,7 +170,7 @@ def add_up(reports: Mapping[str, CostReport], start: datetime, end: datetime, to
     return CostReport(
         start, end,
         {name: _team(name, parts, top_consumers, start, end) for name, parts in by_team.items()},
-        notes=tuple(f"{c}: {n}" for c, r in reports.items() for n in r.notes),
+        notes=_notes({c: r.notes for c, r in reports.items()}),
         warnings=tuple(f"{c}: {w}" for c, r in reports.items() for w in r.warnings),
         covered_from=max(covered) if covered else None,
         unrequested=UnrequestedLine(

@@ -288,6 +288,7 @@ def estimate(
 @app.command()
 def report(
     team: Optional[str] = typer.Option(None, "--team", "-t", help="one team's report (default: every team)"),
+    cluster: Optional[str] = typer.Option(None, "--cluster", help="one cluster's report (default: the fleet, a line per cluster)"),
     period: str = typer.Option("30d", help="7d, 30d, mtd, last-month (also 12h, 2w)"),
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
     png: Optional[Path] = typer.Option(None, "--png", help="write the daily cost chart (PNG) to this file"),
@@ -316,10 +317,21 @@ def report(
         start, end = parse_period(period, _at(at) or utc_now(), setup.timezone)
     except PeriodError as e:
         raise typer.BadParameter(str(e), param_hint="--period")
-    built = build_report(
-        setup, price_book(s), s.team_directory(), s.policy, start, end,
-        api_nodes=lambda: cluster_access(s, cluster_state)[0].snapshot(end).nodes,
-    )
+    fleet = None
+    if cluster not in (None, s.cluster_name) and not s.clusters:
+        raise typer.BadParameter(f"no cluster {cluster!r}; this bot watches one cluster, {s.cluster_name}", param_hint="--cluster")
+    if s.clusters:
+        from bot.chat.runtime import UnknownCluster
+        from bot.fleet import cost_reports
+        try:
+            built, fleet = cost_reports(s, start, end, cluster)
+        except UnknownCluster as e:
+            raise typer.BadParameter(str(e), param_hint="--cluster") from None
+    else:
+        built = build_report(
+            setup, price_book(s), s.team_directory(), s.policy, start, end,
+            api_nodes=lambda: cluster_access(s, cluster_state)[0].snapshot(end).nodes,
+        )
     chosen = None
     if team is not None:
         chosen = built.teams.get(team)
@@ -332,11 +344,13 @@ def report(
     if as_json:
         data = report_jsonable(chosen or built)
         data["warnings"] = list(built.warnings)
+        if fleet is not None:
+            data["clusters"] = [dataclasses.asdict(t) for t in fleet.totals()]
         typer.echo(json.dumps(data, indent=2))
     elif chosen is not None:
         typer.echo(to_text(team_message(chosen, spot_ratio_target=setup.spot_ratio_target)))
     else:
-        typer.echo(to_text(all_teams_message(built)))
+        typer.echo(to_text(all_teams_message(built, fleet, cluster if s.clusters else None)))
     _warn(built.warnings)
     if built.warnings:
         raise typer.Exit(INCOMPLETE)

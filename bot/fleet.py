@@ -6,13 +6,19 @@ settings for itself.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from datetime import datetime
+
+from actions.cost import CostReport
 from actions.executors import KubernetesWriter, RoutingWriter
 from actions.executors.jupyterhub import HubWriter
-from actions.reporting import CostSetup
+from actions.fleet import FleetReport
+from actions.reporting import CostSetup, build_fleet_report, build_report
 from actions.sources.kubernetes import KubernetesSource, load_kube_config
 from actions.sources.prometheus import PrometheusTelemetry
 from actions.sources.prometheus_usage import PrometheusUsage
-from bot.chat.runtime import ClusterParts
+from bot.chat.runtime import ClusterParts, UnknownCluster
+from bot.jobs.prices import price_book
 from bot.settings import Settings
 from bot.settings.clusters import ClusterTarget
 
@@ -62,3 +68,28 @@ def cluster_parts(settings: Settings, hubs: HubWriter | None = None) -> tuple[Cl
             costs=costs_for(settings, target),
         ))
     return tuple(parts)
+
+
+def cost_reports(
+    settings: Settings, start: datetime, end: datetime, cluster: str | None = None,
+) -> tuple[CostReport, FleetReport | None]:
+    """The cost report over ``[start, end]`` of a bot with ``clusters:``: ``(cluster's report,
+    None)`` for a named ``cluster``, else ``(the fleet's totals, the FleetReport with a report per
+    cluster)``. Node capacity types missing from ``kube_node_labels`` are read from each cluster's
+    API server. Raises UnknownCluster for a name not configured (listing them), ValueError
+    without ``clusters:``, and TelemetryError when no cluster's Prometheus answers."""
+    parts = cluster_parts(settings)
+    if not parts:
+        raise ValueError("cost_reports is for a bot with `clusters:`; a bot of one cluster reports as it always did")
+    book, teams, policy = price_book(settings), settings.team_directory(), settings.policy
+
+    def nodes(p: ClusterParts) -> Callable[[], Mapping]:
+        return lambda: p.cluster.snapshot(end).nodes
+
+    if cluster is not None:
+        chosen = next((p for p in parts if p.name == cluster), None)
+        if chosen is None:
+            raise UnknownCluster(f"no cluster {cluster!r}; the clusters are {', '.join(p.name for p in parts)}")
+        return build_report(chosen.costs, book, teams, policy, start, end, api_nodes=nodes(chosen)), None
+    fleet = build_fleet_report([(p.name, p.costs, nodes(p)) for p in parts], book, teams, policy, start, end)
+    return fleet.fleet, fleet

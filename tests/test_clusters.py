@@ -18,12 +18,15 @@ from pathlib import Path
 import pytest
 import yaml
 from prometheus_client import CollectorRegistry
+from typer.testing import CliRunner
 
 from actions.policy import Policy
 from actions.sources.prometheus import PrometheusApi, PrometheusTelemetry
 from actions.sources.promql_scope import scoped
 from bot.chat.approvals import Approvals
-from bot.chat.console import ConsoleChat
+from bot.chat.commands import CommandContext, dispatch
+from bot.chat.console import ConsoleChat, to_text
+from bot.cli import app
 from bot.service.metrics import BotMetrics
 from bot.settings import ConfigError, load_settings
 from bot.wiring import build_runtime, sweep_for
@@ -32,6 +35,8 @@ from tests.fakes.tcp_proxy import TcpProxy
 from tests.fleet import RECHECK_AT, SWEEP_AT, TELEMETRY_END, TELEMETRY_START, fleet_openmetrics
 from tests.prometheus_server import running_prometheus
 from tests.test_approvals import DEMO
+from tests.test_report_cli import SPOT_NODE
+from tests.test_usage_prometheus import PRICES, TEAMS, usage_openmetrics
 
 # --- the config ------------------------------------------------------------------------------------
 
@@ -271,3 +276,102 @@ def test_one_cluster_down_does_not_stop_the_other_and_its_requests_stay_open(two
     assert any(w.startswith("west: not swept") for w in outcome.warnings)
     assert metrics.registry.get_sample_value("gpu_cost_bot_cluster_sweep_failures_total", {"cluster": "west"}) == 1
     assert metrics.registry.get_sample_value("gpu_cost_bot_cluster_sweep_failures_total", {"cluster": "east"}) in (None, 0)
+
+
+# --- reports per cluster and for the fleet ---------------------------------------------------------
+
+runner = CliRunner()
+REPORT_AT = "2026-11-21T00:00:00Z"
+# West runs only research's notebook (720 GPU-hours, $4,953.60) and vision's A100 job (312 GPU-hours
+# at $3.06 = $954.72), as worked out in test_usage_prometheus.
+WEST_NAMESPACES = ('namespace="vision"', 'namespace="ml-research"')
+
+
+def _west_keeps(line: str) -> bool:
+    return "namespace=" not in line or any(ns in line for ns in WEST_NAMESPACES)
+
+
+@pytest.fixture(scope="module")
+def usage_endpoint(tmp_path_factory):
+    """A real Prometheus with 30 days of kube-state-metrics and DCGM history
+    (tests/test_usage_prometheus.py) for cluster="east", and the vision team's share of it for
+    cluster="west"."""
+    text = with_clusters(usage_openmetrics(), {"east": lambda s: True, "west": _west_keeps})
+    with running_prometheus(text, tmp_path_factory.mktemp("clusters-usage")) as url:
+        yield url
+
+
+@pytest.fixture
+def report_config(tmp_path, usage_endpoint):
+    """A config of clusters east and west over the shared usage endpoint; east's API server holds
+    the node whose capacity type kube_node_labels lacks (spot)."""
+    east_items = json.dumps({"apiVersion": "v1", "kind": "List", "items": [SPOT_NODE]}).encode()
+    west_items = json.dumps({"apiVersion": "v1", "kind": "List", "items": []}).encode()
+    with FakeKubeApi.from_list_json(east_items) as east, FakeKubeApi.from_list_json(west_items) as west:
+        kubeconfig = _kubeconfig(tmp_path / "kubeconfig", {"east": east.url, "west": west.url})
+        cfg = {
+            "database_url": f"sqlite:///{tmp_path / 'bot.db'}",
+            "prometheus": {"url": usage_endpoint},
+            "teams": [{"name": t.name, "namespaces": t.namespaces} for t in TEAMS.teams.values()],
+            "prices": PRICES.model_dump(exclude_none=True, exclude={"aws"}),
+            "costs": {"team_label": "team"},
+            "clusters": [{"name": n, "kubernetes": {"context": n, "kubeconfig": str(kubeconfig)}} for n in ("east", "west")],
+        }
+        yield _write(tmp_path, yaml.safe_dump(cfg))
+
+
+def _report(config: Path, *args: str):
+    return runner.invoke(app, ["report", "--config", str(config), "--at", REPORT_AT, "--period", "30d", *args])
+
+
+def _costs(report: dict) -> dict[str, float]:
+    return {name: round(t["cost_usd"], 2) for name, t in report["teams"].items() if t["gpu_hours"]}
+
+
+def test_report_per_cluster_and_for_the_fleet(report_config):
+    east = _report(report_config, "--cluster", "east", "--json")
+    assert east.exit_code == 0, east.output
+    # East alone is the hand-computed report of test_usage_prometheus, platform's node priced as
+    # spot from east's API server ($2.50 x 24 GPU-hours).
+    assert _costs(json.loads(east.stdout)) == {
+        "research": 4953.60, "training": 3225.60, "vision": 954.72, "platform": 60.00, "sandbox": 330.24}
+    west = _report(report_config, "--cluster", "west", "--json")
+    assert west.exit_code == 0, west.output
+    assert _costs(json.loads(west.stdout)) == {"research": 4953.60, "vision": 954.72}
+
+    fleet = _report(report_config, "--json")
+    assert fleet.exit_code == 0, fleet.output
+    data = json.loads(fleet.stdout)
+    assert _costs(data) == {
+        "research": 9907.20, "training": 3225.60, "vision": 1909.44, "platform": 60.00, "sandbox": 330.24}
+    by_cluster = {c["cluster"]: (round(c["gpu_hours"], 6), round(c["cost_usd"], 2)) for c in data["clusters"]}
+    east_hours = 312 + 720 + 1080 + 24 + 48
+    assert by_cluster == {"east": (east_hours, 9524.16), "west": (312 + 720, 5908.32)}
+
+    text = _report(report_config)
+    assert text.exit_code == 0, text.output
+    assert "GPU cost by team, all clusters" in text.stdout and "By cluster" in text.stdout
+    assert "fleet" in text.stdout and "$15,432.48" in text.stdout  # 9,524.16 + 5,908.32
+
+
+def test_report_names_an_unknown_cluster_and_the_known_ones(report_config):
+    result = _report(report_config, "--cluster", "gpu-north")
+    assert result.exit_code == 2
+    assert "no cluster 'gpu-north'; the clusters are east, west" in result.output
+
+
+def test_gpu_cost_per_cluster_and_fleet_in_chat(report_config):
+    rt = build_runtime(load_settings(report_config), chat=ConsoleChat(io.StringIO()),
+                       clock=lambda: datetime(2026, 11, 21, tzinfo=UTC))
+
+    def cost(text):
+        return dispatch(text, CommandContext(user="U0ANY", prices=rt.prices, rt=rt, channel="C0ANY"))
+
+    west = to_text(cost("cost vision 30d --cluster west").message)
+    assert "$954.72" in west
+    fleet = to_text(cost("cost 30d").message)
+    assert "all clusters" in fleet and "$1,909.44" in fleet and "$15,432.48" in fleet
+    bad = cost("cost --cluster")
+    assert bad.ephemeral and "--cluster` needs a cluster's name" in to_text(bad.message)
+    unknown = to_text(cost("cost 30d --cluster=gpu-north").message)
+    assert "no cluster 'gpu-north'; the clusters are east, west" in unknown and "/gpu cost 30d --cluster gpu-west" in unknown

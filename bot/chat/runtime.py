@@ -17,12 +17,12 @@ from typing import Protocol
 from actions.cost import CostReport
 from actions.detection import Detection, detect
 from actions.executors import ClusterWriter
-from actions.fleet import FleetDetection, FleetReport, fleet_report, in_cluster, join_detections
+from actions.fleet import FleetDetection, FleetReport, fleet_report, in_cluster, join_detections, one_line
 from actions.model import ClusterSnapshot, Finding, TelemetrySnapshot, utc_now
 from actions.policy import Policy, TeamDirectory
 from actions.prices import PriceBook
 from actions.queue import QueueReport, queue_report
-from actions.reporting import CostSetup, build_report
+from actions.reporting import CostSetup, build_fleet_report, build_report
 from actions.sources.kubernetes import ClusterReadError
 from actions.store import Store
 from actions.team_policy import PolicyBook
@@ -81,12 +81,6 @@ class ClusterParts:
     costs: CostSetup | None = None
 
 
-def _reason(e: Exception) -> str:
-    """An exception in one line, for logs, warnings and the digest."""
-    text = str(e).splitlines()[0] if str(e) else ""
-    return f"{type(e).__name__}: {text}" if text else type(e).__name__
-
-
 def detect_clusters(
     clusters: Sequence[ClusterParts], first: str, prices: PriceBook, policy: Policy, teams: TeamDirectory,
     now: datetime, on_failure: Callable[[str, Exception], None] = lambda name, e: None,
@@ -104,7 +98,7 @@ def detect_clusters(
         except Exception as e:  # noqa: BLE001 - one cluster's failure must not stop the others
             on_failure(parts.name, e)
             log.warning("idle sweep at %s: cluster %s not swept: %s", now.isoformat(), parts.name, e)
-            unreachable[parts.name] = _reason(e)
+            unreachable[parts.name] = one_line(e)
             continue
         answered[parts.name] = in_cluster(found, parts.name, first=parts.name == first)
     if not answered:
@@ -167,6 +161,7 @@ class Runtime:
     # Callers asking for the same period at once (ten people typing /gpu cost) share one report,
     # also those whose command waited in the queue while it was computed.
     _reports: SingleFlight[CostReport] = field(default_factory=lambda: SingleFlight(keep_seconds=60), repr=False)
+    _fleets: SingleFlight[FleetReport] = field(default_factory=lambda: SingleFlight(keep_seconds=60), repr=False)
 
     # --- what is idle, what waits ---------------------------------------------------------------
 
@@ -329,30 +324,23 @@ class Runtime:
 
     def fleet_report(self, start: datetime, end: datetime) -> FleetReport:
         """Each cluster's report over ``[start, end]`` and the fleet's totals
-        (:func:`actions.fleet.fleet_report`); a cluster whose report fails is left out of the
-        totals and named in the fleet's warnings. A bot of one cluster gives a fleet of one.
-        Raises ReportUnavailable without a usage source, and the first cluster's error when no
-        cluster's report could be made."""
+        (:func:`actions.reporting.build_fleet_report`): a cluster whose report fails is left out
+        of the totals and named in the fleet's warnings. A bot of one cluster gives a fleet of
+        one. Shared by overlapping callers as :meth:`cost_report`. Raises ReportUnavailable
+        without a usage source, and the first cluster's error when no report could be made."""
         if not self.clusters:
             one = self.cost_report(start, end)
-            return fleet_report({self.cluster_name: one}, {}, start, end, self._top())
-        reports: dict[str, CostReport] = {}
-        failed: dict[str, Exception] = {}
-        for parts in self.clusters:
-            try:
-                reports[parts.name] = self._report_of(parts.costs, parts.cluster, start, end, parts.name)
-            except ReportUnavailable:
-                raise
-            except Exception as e:  # noqa: BLE001 - one cluster's Prometheus must not hide the others
-                log.warning("cost report of cluster %s failed: %s", parts.name, e)
-                failed[parts.name] = e
-        if not reports:
-            raise next(iter(failed.values()))
-        return fleet_report(reports, {c: _reason(e) for c, e in failed.items()}, start, end, self._top())
+            return fleet_report({self.cluster_name: one}, {}, start, end)
+        if any(c.costs is None for c in self.clusters):
+            raise ReportUnavailable("cost reports need a Prometheus usage source for every cluster")
 
-    def _top(self) -> int:
-        setups = [c.costs for c in self.clusters if c.costs is not None] or [self.costs]
-        return setups[0].top_consumers if setups[0] is not None else 5
+        def nodes(reader: ClusterReader) -> Callable[[], Mapping]:
+            return lambda: reader.snapshot(self.clock()).nodes
+
+        return self._fleets.do((start, end), lambda: build_fleet_report(
+            [(c.name, c.costs, nodes(c.cluster)) for c in self.clusters],
+            self.prices, self.teams, self.policy, start, end,
+        ))
 
     def _report_of(
         self, costs: CostSetup | None, reader: ClusterReader, start: datetime, end: datetime, cluster: str = "",
