@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -29,7 +30,7 @@ from bot.chat.console import ConsoleChat, to_text
 from bot.cli import app
 from bot.service.metrics import BotMetrics
 from bot.settings import ConfigError, load_settings
-from bot.wiring import build_runtime, sweep_for
+from bot.wiring import build_runtime, digests_for, sweep_for
 from tests.fakes.kube_api import FakeKubeApi
 from tests.fakes.tcp_proxy import TcpProxy
 from tests.fleet import RECHECK_AT, SWEEP_AT, TELEMETRY_END, TELEMETRY_START, fleet_openmetrics
@@ -230,7 +231,9 @@ def two_clusters(tmp_path, shared_endpoint):
         out = io.StringIO()
         rt = build_runtime(settings, chat=ConsoleChat(out), clock=clock, metrics=metrics)
         try:
-            yield rt, east, west, clock, metrics, out, proxy
+            yield SimpleNamespace(
+                rt=rt, east=east, west=west, clock=clock, metrics=metrics, out=out, west_link=proxy, settings=settings,
+            )
         finally:
             proxy.close()
 
@@ -240,7 +243,7 @@ def _requests(rt):
 
 
 def test_findings_are_per_cluster_and_act_on_their_own_cluster(two_clusters):
-    rt, east, west, clock, metrics, out, _ = two_clusters
+    rt, east, west, clock, out = (getattr(two_clusters, k) for k in ("rt", "east", "west", "clock", "out"))
     outcome = sweep_for(rt).run(SWEEP_AT)
     assert outcome.counts["proposed"] == 2
     reqs = _requests(rt)
@@ -262,9 +265,9 @@ def test_findings_are_per_cluster_and_act_on_their_own_cluster(two_clusters):
 
 
 def test_one_cluster_down_does_not_stop_the_other_and_its_requests_stay_open(two_clusters):
-    rt, east, west, clock, metrics, out, west_link = two_clusters
+    rt, clock, metrics = two_clusters.rt, two_clusters.clock, two_clusters.metrics
     sweep_for(rt).run(SWEEP_AT)
-    west_link.cut()
+    two_clusters.west_link.cut()
     # Past the requests' 24 h TTL: east's expires as usual, west's is unknown, so it stays.
     later = SWEEP_AT + timedelta(hours=25)
     clock.now = later
@@ -276,6 +279,16 @@ def test_one_cluster_down_does_not_stop_the_other_and_its_requests_stay_open(two
     assert any(w.startswith("west: not swept") for w in outcome.warnings)
     assert metrics.registry.get_sample_value("gpu_cost_bot_cluster_sweep_failures_total", {"cluster": "west"}) == 1
     assert metrics.registry.get_sample_value("gpu_cost_bot_cluster_sweep_failures_total", {"cluster": "east"}) in (None, 0)
+
+    # The digest names the cluster that was not swept (Monday 09:00, the default digest_cron).
+    monday = datetime(2026, 11, 23, 9, 5, tzinfo=UTC)
+    two_clusters.out.seek(0)
+    two_clusters.out.truncate()
+    results = digests_for(rt, two_clusters.settings, holder="test").run(monday)
+    assert [r.outcome for r in results] == ["sent"]
+    digest = two_clusters.out.getvalue()
+    assert "Not swept for idle GPUs at the last sweep, could not be reached: west (ClusterReadError: " in digest
+    assert "east" not in digest.split("could not be reached:")[1]
 
 
 # --- reports per cluster and for the fleet ---------------------------------------------------------
