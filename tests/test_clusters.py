@@ -21,6 +21,8 @@ import yaml
 from prometheus_client import CollectorRegistry
 from typer.testing import CliRunner
 
+from actions.cost import Consumer, CostReport, DailyCost, FlavorLine, TeamReport
+from actions.fleet import cluster_key, fleet_report
 from actions.policy import Policy
 from actions.sources.prometheus import PrometheusApi, PrometheusTelemetry
 from actions.sources.promql_scope import scoped
@@ -103,6 +105,14 @@ def test_a_bad_clusters_section_says_what_to_write(tmp_path, text, expected):
     assert expected in str(e.value)
 
 
+def test_the_readme_example_loads(tmp_path):
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("### Many clusters", 1)[1]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    names = [t.name for t in load_settings(_write(tmp_path, example)).cluster_targets()]
+    assert names == ["gpu-east", "gpu-west", "lab"]
+
+
 # --- PromQL narrowed to one cluster --------------------------------------------------------------
 
 
@@ -122,6 +132,42 @@ def test_every_selector_gets_the_cluster_matcher_and_strings_are_left_alone():
 def test_a_bad_scope_label_fails_when_the_api_is_built():
     with pytest.raises(ValueError, match="'k8s-cluster' is not a Prometheus label name"):
         PrometheusApi("http://127.0.0.1:1", scope=("k8s-cluster", "east"))
+
+
+# --- the fleet's arithmetic ---------------------------------------------------------------------
+
+
+def _team_report(team, hours, cost, idle_hours, spot_ratio, consumer):
+    start, end = datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 11, 2, tzinfo=UTC)
+    line = FlavorLine("H100", "spot", hours, cost / hours, cost, idle_hours, idle_hours * cost / hours, "config override")
+    return TeamReport(
+        team, start, end, hours, cost, idle_hours, idle_hours * cost / hours, (hours - idle_hours) / hours, spot_ratio,
+        by_flavor=(line,), top_consumers=(Consumer("Notebook", "ml", consumer, hours, cost, idle_hours, idle_hours / hours),),
+        daily=(DailyCost(start.date(), {"spot": cost}, idle_hours * cost / hours),), namespaces=("ml",),
+    )
+
+
+def test_fleet_totals_add_up_and_ratios_are_weighted_by_gpu_hours():
+    start, end = datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 11, 2, tzinfo=UTC)
+    east = CostReport(start, end, {"ml": _team_report("ml", 30, 75.0, 10, 1.0, "nb")}, notes=("Idle: ...",))
+    west = CostReport(start, end, {"ml": _team_report("ml", 10, 25.0, 0, 0.0, "nb")}, notes=("Idle: ...", "west only"))
+    report = fleet_report({"east": east, "west": west}, {"north": "TelemetryError: refused"}, start, end, 5)
+    ml = report.fleet.teams["ml"]
+    assert (ml.gpu_hours, ml.cost_usd, ml.idle_gpu_hours) == (40, 100.0, 10)
+    assert ml.efficiency == pytest.approx(30 / 40) and ml.spot_ratio == pytest.approx(30 / 40)
+    # One price, one line; the same notebook in two clusters is two consumers, each named by cluster.
+    assert [(f.gpu_hours, f.cost_usd) for f in ml.by_flavor] == [(40, 100.0)]
+    assert [c.namespace for c in ml.top_consumers] == ["east:ml", "west:ml"]
+    assert [(d.cost_usd, d.idle_cost_usd) for d in ml.daily] == [(100.0, 25.0)]
+    assert report.fleet.notes == ("Idle: ...", "west: west only")
+    assert report.fleet.warnings == ("north: no report, its figures are not in the totals (TelemetryError: refused)",)
+    assert [(t.cluster, t.cost_usd, t.error) for t in report.totals()] == [
+        ("east", 75.0, None), ("west", 25.0, None), ("north", 0.0, "TelemetryError: refused")]
+
+
+def test_only_the_first_clusters_keys_keep_their_form():
+    assert cluster_key("idle-notebook/ml/nb", "east", first=True) == "idle-notebook/ml/nb"
+    assert cluster_key("idle-notebook/ml/nb", "west", first=False) == "west:idle-notebook/ml/nb"
 
 
 # --- two clusters end to end -----------------------------------------------------------------------

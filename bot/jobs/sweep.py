@@ -81,7 +81,7 @@ class Sweep:
             unreachable = found.unreachable if isinstance(found, FleetDetection) else {}
             counts = self.proposals.reconcile(findings, now, unreachable=unreachable)
             if self.auto is not None:
-                counts.update(self.auto.act_due(now))
+                counts.update(self.auto.act_due(now, unreachable))
         except Exception:
             if self.metrics:
                 self.metrics.sweep_finished("error")
