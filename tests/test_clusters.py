@@ -243,15 +243,15 @@ def _kubeconfig(path: Path, servers: Mapping[str, str]) -> Path:
     return path
 
 
-def _fleet_settings(tmp_path: Path, prometheus_url: str, kubeconfig: Path, names: Sequence[str]):
-    return load_settings(_write(tmp_path, yaml.safe_dump({
+def _fleet_config(tmp_path: Path, prometheus_url: str, kubeconfig: Path, names: Sequence[str]) -> Path:
+    return _write(tmp_path, yaml.safe_dump({
         "dry_run": False,
         "database_url": f"sqlite:///{tmp_path / 'bot.db'}",
         "prometheus": {"url": prometheus_url},
         "kubernetes": {"timeout_seconds": 5},
         "teams": [{"name": "research", "namespaces": ["ml-research"], "channel": "C0RESEARCH", "approvers": [APPROVER]}],
         "clusters": [{"name": n, "kubernetes": {"context": n, "kubeconfig": str(kubeconfig)}} for n in names],
-    })))
+    }))
 
 
 class Clock:
@@ -271,7 +271,8 @@ def two_clusters(tmp_path, shared_endpoint):
         # West is reached through a proxy a test can cut: its API server then refuses and resets.
         proxy = TcpProxy(("127.0.0.1", int(west.url.rsplit(":", 1)[1])))
         kubeconfig = _kubeconfig(tmp_path / "kubeconfig", {"east": east.url, "west": f"http://127.0.0.1:{proxy.port}"})
-        settings = _fleet_settings(tmp_path, shared_endpoint, kubeconfig, ["east", "west"])
+        config = _fleet_config(tmp_path, shared_endpoint, kubeconfig, ["east", "west"])
+        settings = load_settings(config)
         clock = Clock(SWEEP_AT)
         metrics = BotMetrics(CollectorRegistry())
         out = io.StringIO()
@@ -279,6 +280,7 @@ def two_clusters(tmp_path, shared_endpoint):
         try:
             yield SimpleNamespace(
                 rt=rt, east=east, west=west, clock=clock, metrics=metrics, out=out, west_link=proxy, settings=settings,
+                settings_path=config,
             )
         finally:
             proxy.close()
@@ -434,3 +436,27 @@ def test_gpu_cost_per_cluster_and_fleet_in_chat(report_config):
     assert bad.ephemeral and "--cluster` needs a cluster's name" in to_text(bad.message)
     unknown = to_text(cost("cost 30d --cluster=gpu-north").message)
     assert "no cluster 'gpu-north'; the clusters are east, west" in unknown and "/gpu cost 30d --cluster gpu-west" in unknown
+
+
+def test_sweep_json_and_check_connect_go_through_every_cluster(two_clusters):
+    config = two_clusters.settings_path
+    swept = runner.invoke(app, ["sweep", "--once", "--json", "--config", str(config), "--at", "2026-11-20T12:00:00Z"])
+    assert swept.exit_code == 0, swept.output
+    found = json.loads(swept.stdout)["findings"]
+    assert sorted((f["cluster"], f["key"]) for f in found) == [("east", KEY), ("west", f"west:{KEY}")]
+
+    checked = runner.invoke(app, ["check", "--connect", "--config", str(config)])
+    lines = checked.stdout.splitlines()
+    east_prom = next(line for line in lines if line.startswith("cluster east: Prometheus at "))
+    assert "(cluster='east'): DCGM 0 DCGM_FI_PROF_GR_ENGINE_ACTIVE" in east_prom
+    assert any(line.startswith("cluster west: Kubernetes API: http://127.0.0.1:") and "3 GPU node(s)" in line for line in lines)
+
+    two_clusters.west_link.cut()
+    swept = runner.invoke(app, ["sweep", "--once", "--json", "--config", str(config), "--at", "2026-11-20T12:00:00Z"])
+    assert swept.exit_code == 3, swept.output  # answered, but west is missing
+    answer = json.loads(swept.stdout)
+    assert [f["cluster"] for f in answer["findings"]] == ["east"]
+    assert any(w.startswith("west: not swept, its API server or telemetry could not be read") for w in answer["warnings"])
+    checked = runner.invoke(app, ["check", "--connect", "--config", str(config)])
+    assert checked.exit_code == 1
+    assert any(line.startswith("cluster west: Kubernetes API: FAILED: ") for line in checked.stdout.splitlines())

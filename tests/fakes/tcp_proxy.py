@@ -59,6 +59,12 @@ class TcpProxy:
 
     def cut(self) -> None:
         """Reset every open connection and refuse new ones (the database "goes down")."""
+        # close() alone leaves the socket listening while the accept thread is blocked on it
+        # (Linux keeps the file open until accept returns); shutdown wakes it and stops listening.
+        try:
+            self._listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self._listener.close()
         with self._lock:
             conns, self._conns = self._conns, []
