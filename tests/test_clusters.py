@@ -338,6 +338,13 @@ def test_one_cluster_down_does_not_stop_the_other_and_its_requests_stay_open(two
     assert "Not swept for idle GPUs at the last sweep, could not be reached: west (ClusterReadError: " in digest
     assert "east" not in digest.split("could not be reached:")[1]
 
+    # Reachable again: west is swept, and its request, past its TTL, now expires like any other.
+    two_clusters.west_link.heal()
+    clock.now = later + timedelta(minutes=15)
+    sweep_for(rt).run(clock.now)
+    assert rt.unreachable == {}
+    assert _requests(rt)[("west", f"west:{KEY}")].state == "expired"
+
 
 # --- reports per cluster and for the fleet ---------------------------------------------------------
 
