@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -32,6 +33,9 @@ from bot.service.process import ActionsInFlight
 from bot.service.work import SingleFlight
 
 log = logging.getLogger(__name__)
+
+# Clusters read at once by a sweep: each waits on its API server and Prometheus, not on the CPU.
+MAX_PARALLEL_CLUSTERS = 8
 
 
 class ClusterReader(Protocol):
@@ -85,20 +89,31 @@ def detect_clusters(
     clusters: Sequence[ClusterParts], first: str, prices: PriceBook, policy: Policy, teams: TeamDirectory,
     now: datetime, on_failure: Callable[[str, Exception], None] = lambda name, e: None,
 ) -> FleetDetection:
-    """The idle detector over each of ``clusters`` in turn (:func:`detect_with`), their findings
-    keyed apart (the ``first`` cluster's as a bot of one keys them) and joined; a cluster whose
-    API server or telemetry cannot be read is logged, passed to ``on_failure(name, error)`` (which
-    may raise to stop) and named in the answer's ``unreachable``. Raises NoClusterAnswered when
-    none could be read."""
+    """The idle detector over each of ``clusters`` (:func:`detect_with`), read side by side so a
+    slow cluster costs the sweep its own time, not the sum; their findings keyed apart (the
+    ``first`` cluster's as a bot of one keys them) and joined. A cluster whose API server or
+    telemetry cannot be read is logged, passed to ``on_failure(name, error)`` (which may raise to
+    stop) and named in the answer's ``unreachable``. Raises NoClusterAnswered when none could be
+    read."""
+
+    def one(parts: ClusterParts) -> Detection | Exception:
+        try:
+            return detect_with(parts.cluster.snapshot(now), parts.telemetry, prices, policy, teams, now)
+        except Exception as e:  # noqa: BLE001 - one cluster's failure must not stop the others
+            return e
+
+    if len(clusters) == 1:
+        results = [one(clusters[0])]
+    else:
+        with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_CLUSTERS, len(clusters)), thread_name_prefix="cluster") as pool:
+            results = list(pool.map(one, clusters))
     answered: dict[str, Detection] = {}
     unreachable: dict[str, str] = {}
-    for parts in clusters:
-        try:
-            found = detect_with(parts.cluster.snapshot(now), parts.telemetry, prices, policy, teams, now)
-        except Exception as e:  # noqa: BLE001 - one cluster's failure must not stop the others
-            on_failure(parts.name, e)
-            log.warning("idle sweep at %s: cluster %s not swept: %s", now.isoformat(), parts.name, e)
-            unreachable[parts.name] = one_line(e)
+    for parts, found in zip(clusters, results):
+        if isinstance(found, Exception):
+            on_failure(parts.name, found)
+            log.warning("idle sweep at %s: cluster %s not swept: %s", now.isoformat(), parts.name, found)
+            unreachable[parts.name] = one_line(found)
             continue
         answered[parts.name] = in_cluster(found, parts.name, first=parts.name == first)
     if not answered:
