@@ -520,7 +520,8 @@ class Finding:
     ``notes`` say what the evidence alone does not (why a node was not consolidated, what
     bin-packing would free). ``job`` is the object a person recognises (``RayJob ml/tune-7b``)
     and ``workload`` the name of the Kueue Workload that admitted it (``None`` outside Kueue).
-    ``handling`` is the policy the finding was made under.
+    ``handling`` is the policy the finding was made under. ``cluster`` names the cluster it was
+    found in when the bot watches several (``clusters:``); empty for a bot of one cluster.
     """
 
     kind: str  # "idle-notebook" | "idle-workload" | "idle-serving" | "unrequested-gpus"
@@ -555,6 +556,7 @@ class Finding:
         return f"{who}, Workload {self.workload}" if self.workload else who
     devices: Mapping[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    cluster: str = ""
 
     @property
     def reserved(self) -> bool:

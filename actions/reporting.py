@@ -11,9 +11,10 @@ import dataclasses
 import logging
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Callable, Mapping, Protocol
+from typing import Callable, Mapping, Protocol, Sequence
 
 from actions.cost import CostReport, UsageData, compute_cost_report
+from actions.fleet import FleetReport, fleet_report, one_line
 from actions.model import Node
 from actions.policy import Policy, TeamDirectory
 from actions.prices import PriceBook
@@ -75,3 +76,35 @@ def build_report(
         api_nodes=nodes,
     )
     return dataclasses.replace(report, notes=report.notes + tuple(extra)) if extra else report
+
+
+NodeReader = Callable[[], Mapping[str, Node]]
+
+
+def build_fleet_report(
+    clusters: Sequence[tuple[str, CostSetup, NodeReader | None]],
+    prices: PriceBook,
+    teams: TeamDirectory,
+    policy: Policy,
+    start: datetime,
+    end: datetime,
+) -> FleetReport:
+    """Each cluster's report over ``[start, end]`` (:func:`build_report`; ``clusters`` as
+    ``(name, setup, node reader)``, the first one first) and the fleet's totals
+    (:func:`actions.fleet.fleet_report`). A cluster whose report fails is logged, left out of the
+    totals and named in the fleet's warnings. Raises the first cluster's error when no report
+    could be made, ValueError for no clusters."""
+    if not clusters:
+        raise ValueError("a fleet report needs at least one cluster")
+    reports: dict[str, CostReport] = {}
+    failed: dict[str, Exception] = {}
+    for name, setup, api_nodes in clusters:
+        try:
+            reports[name] = build_report(setup, prices, teams, policy, start, end, api_nodes)
+        except Exception as e:  # noqa: BLE001 - one cluster's Prometheus must not hide the others
+            log.warning("cost report of cluster %s failed: %s", name, e)
+            failed[name] = e
+    if not reports:
+        raise next(iter(failed.values()))
+    top = clusters[0][1].top_consumers
+    return fleet_report(reports, {c: one_line(e) for c, e in failed.items()}, start, end, top)

@@ -224,6 +224,8 @@ class ActionRequest(StoreModel, table=True):
     message sync retries at ``sync_due_at`` after ``sync_failures`` failures, holds
     ``sync_lease_until`` while it writes, and ``post_started_at`` marks a first post that was
     attempted (its answer may have been lost, so the channel is searched before posting again).
+    ``cluster`` is the cluster the finding was made in and the action goes to (empty: the only
+    cluster, or the first of several).
     """
 
     __tablename__ = "action_request"
@@ -271,6 +273,7 @@ class ActionRequest(StoreModel, table=True):
     sync_failures: int = Field(default=0, sa_type=sa.Integer)
     sync_lease_until: datetime | None = Field(default=None, sa_type=UTCDateTime, nullable=True)
     post_started_at: datetime | None = Field(default=None, sa_type=UTCDateTime, nullable=True)
+    cluster: str = Field(default="", sa_type=sa.String)
 
     @property
     def is_open(self) -> bool:
@@ -508,13 +511,14 @@ def new_request(
     now: datetime,
     ttl_seconds: float,
     act_at: datetime | None = None,
+    cluster: str = "",
 ) -> NewRequest:
     """The request :meth:`Store.create_request` stores for these arguments (state ``proposed``,
     ``version`` 1, no id yet), checked as it checks them. Raises ValueError as it does."""
     arguments = dict(
         key=key, team=team, kind=kind, namespace=namespace, name=name, verb=verb, target=target,
         finding_json=finding_json, usd_per_hour=usd_per_hour, gpus=gpus, dry_run=dry_run,
-        ttl_seconds=ttl_seconds, act_at=act_at,
+        ttl_seconds=ttl_seconds, act_at=act_at, cluster=cluster,
     )
     now = _utc(now)
     if not key:
@@ -560,6 +564,7 @@ def new_request(
         expires_at=now + timedelta(seconds=ttl_seconds),
         version=1,
         act_at=None if act_at is None else _utc(act_at, "act_at"),
+        cluster=cluster,
     )
     return NewRequest(request, arguments)
 
@@ -647,6 +652,7 @@ class Store:
         actor: str = SYSTEM_ACTOR,
         detail: Mapping[str, Any] | None = None,
         act_at: datetime | None = None,
+        cluster: str = "",
     ) -> ActionRequest:
         """Record a new proposal in state ``proposed`` and audit it as ``proposed``.
 
@@ -654,7 +660,8 @@ class Store:
         ``target`` the object to act on as an ``ObjectRef`` or ``(api_version, kind, name)``, and
         None only when ``verb`` is empty. ``usd_per_hour`` is USD per hour; ``ttl_seconds`` (> 0)
         sets ``expires_at = now + ttl_seconds``; ``act_at`` (aware UTC) is when the policy acts
-        unless someone decides first (mode ``auto``). Returns the stored request (``version`` 1).
+        unless someone decides first (mode ``auto``); ``cluster`` the cluster the action goes to
+        (empty: the only or first one). Returns the stored request (``version`` 1).
 
         Raises DuplicateOpenRequest when ``key`` already has a request in an open state (checked by
         the database, so it holds across replicas); ValueError for an unknown verb, a missing
@@ -664,7 +671,7 @@ class Store:
         request = new_request(
             key=key, team=team, kind=kind, namespace=namespace, name=name, verb=verb, target=target,
             finding_json=finding_json, usd_per_hour=usd_per_hour, gpus=gpus, dry_run=dry_run, now=now,
-            ttl_seconds=ttl_seconds, act_at=act_at,
+            ttl_seconds=ttl_seconds, act_at=act_at, cluster=cluster,
         ).request
         now = request.created_at
         try:

@@ -104,55 +104,6 @@ def _probe(what: str, probe: Callable[[], str]) -> tuple[str, int]:
         return f"{what}: FAILED: {said.message}", said.exit_code
 
 
-def _prometheus_holds(s: Settings) -> str:
-    from actions.sources.prometheus import ENGINE_ACTIVE, GPU_UTIL, POWER_USAGE, PrometheusApi, series_counts
-
-    api = PrometheusApi(s.prometheus.url, s.prometheus_headers(), verify_tls=s.prometheus.verify_tls,
-                        timeout_seconds=s.prometheus.timeout_seconds, attempts=1)
-    n = series_counts(api, utc_now())
-    held = (
-        f"DCGM {n[ENGINE_ACTIVE]} {ENGINE_ACTIVE}, {n[GPU_UTIL]} {GPU_UTIL}, {n[POWER_USAGE]} {POWER_USAGE}; "
-        f"kube-state-metrics {n['kube_pod_info']} kube_pod_info, {n['kube_node_labels']} kube_node_labels, "
-        f"{n['kube_namespace_labels']} kube_namespace_labels"
-    )
-    missing = []
-    if not (n[ENGINE_ACTIVE] or n[GPU_UTIL]) or not n[POWER_USAGE]:
-        missing.append("no DCGM activity or power series: install dcgm-exporter and let Prometheus scrape it")
-    if not n["kube_pod_info"]:
-        missing.append("no kube-state-metrics series: install kube-state-metrics (reports need it)")
-    return held + "".join(f"\n  missing: {m}" for m in missing)
-
-
-def _kubernetes_holds(s: Settings) -> str:
-    from actions.sources.kubernetes import KubernetesSource, load_kube_config
-
-    api = load_kube_config(s.kubernetes.kubeconfig, s.kubernetes.context)
-    k = s.kubernetes
-    snap = KubernetesSource(api, page_size=k.page_size, timeout_seconds=k.timeout_seconds).snapshot(utc_now())
-    gpu_nodes = [n for n in snap.nodes.values() if n.gpu_capacity]
-    kueue = f"Kueue {snap.workload_api_version} ({len(snap.workloads)} Workloads)" if snap.workload_api_version else "no Kueue"
-    return (
-        f"{api.configuration.host}: {len(gpu_nodes)} GPU node(s) with {sum(n.gpu_capacity for n in gpu_nodes)} GPUs, "
-        f"{len(snap.pods)} GPU pod(s), {len(snap.notebooks)} Notebook(s), {kueue}"
-    )
-
-
-def _database_holds(s: Settings) -> str:
-    from actions.store import Store
-
-    store = Store(s.database_url)
-    if store.url.get_backend_name() == "sqlite" and store.url.database and not Path(store.url.database).exists():
-        return f"{store.url.database} does not exist yet; `gpu-cost-bot migrate` (or `run`) creates it"
-    try:
-        applied, newest = store.schema_status()
-    finally:
-        store.close()
-    if applied == newest:
-        return f"{store.url.render_as_string(hide_password=True)}: schema at {applied}, the newest"
-    return (f"{store.url.render_as_string(hide_password=True)}: schema at {applied or 'nothing'}, newest {newest}; "
-            "`gpu-cost-bot migrate` (or `run`) brings it up")
-
-
 @app.command()
 def check(
     config: Optional[Path] = ConfigOpt,
@@ -178,11 +129,9 @@ def check(
         typer.echo(f"warning: {p}")
     if not connect:
         return
-    results = [
-        _probe(f"Prometheus at {s.prometheus.url}", lambda: _prometheus_holds(s)),
-        _probe("Kubernetes API", lambda: _kubernetes_holds(s)),
-        _probe("database", lambda: _database_holds(s)),
-    ]
+    from bot.probes import cluster_probes, database_holds
+
+    results = [_probe(what, probe) for what, probe in cluster_probes(s)] + [_probe("database", lambda: database_holds(s))]
     for line, _ in results:
         typer.echo(line)
     codes = {code for _, code in results}
@@ -289,6 +238,7 @@ def estimate(
 @app.command()
 def report(
     team: Optional[str] = typer.Option(None, "--team", "-t", help="one team's report (default: every team)"),
+    cluster: Optional[str] = typer.Option(None, "--cluster", help="one cluster's report (default: the fleet, a line per cluster)"),
     period: str = typer.Option("30d", help="7d, 30d, mtd, last-month (also 12h, 2w)"),
     as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
     png: Optional[Path] = typer.Option(None, "--png", help="write the daily cost chart (PNG) to this file"),
@@ -327,10 +277,21 @@ def report(
         start, end = parse_period(period, _at(at) or utc_now(), setup.timezone)
     except PeriodError as e:
         raise typer.BadParameter(str(e), param_hint="--period")
-    built = build_report(
-        setup, price_book(s), s.team_directory(), s.policy, start, end,
-        api_nodes=lambda: cluster_access(s, cluster_state)[0].snapshot(end).nodes,
-    )
+    fleet = None
+    if cluster not in (None, s.cluster_name) and not s.clusters:
+        raise typer.BadParameter(f"no cluster {cluster!r}; this bot watches one cluster, {s.cluster_name}", param_hint="--cluster")
+    if s.clusters:
+        from bot.chat.runtime import UnknownCluster
+        from bot.fleet import cost_reports
+        try:
+            built, fleet = cost_reports(s, start, end, cluster)
+        except UnknownCluster as e:
+            raise typer.BadParameter(str(e), param_hint="--cluster") from None
+    else:
+        built = build_report(
+            setup, price_book(s), s.team_directory(), s.policy, start, end,
+            api_nodes=lambda: cluster_access(s, cluster_state)[0].snapshot(end).nodes,
+        )
     chosen = None
     if team is not None:
         chosen = built.teams.get(team)
@@ -345,11 +306,13 @@ def report(
         data["warnings"] = list(built.warnings)
         if getattr(setup.usage, "last_plan", None) is not None:
             data["source"] = describe_plan(setup.usage.last_plan)
+        if fleet is not None:
+            data["clusters"] = [dataclasses.asdict(t) for t in fleet.totals()]
         typer.echo(json.dumps(data, indent=2))
     elif chosen is not None:
         typer.echo(to_text(team_message(chosen, spot_ratio_target=setup.spot_ratio_target)))
     else:
-        typer.echo(to_text(all_teams_message(built)))
+        typer.echo(to_text(all_teams_message(built, fleet, cluster if s.clusters else None)))
     _warn(built.warnings)
     if built.warnings:
         raise typer.Exit(INCOMPLETE)

@@ -37,10 +37,11 @@ from bot.chat.auto import AutoActions
 from bot.chat.console import ConsoleChat, ConsoleSession
 from bot.chat.messages import MessageSync
 from bot.chat.proposals import Proposals
-from bot.chat.runtime import ActionTimeouts, Runtime, detect_with
+from bot.chat.runtime import ActionTimeouts, Runtime, detect_clusters, detect_with
 from bot.chat.slack.app import SlackWork, build_app
 from bot.chat.slack.front import SocketModeConnection, events_route
 from bot.chat.slack.web import SlackChat, UserGroups, web_client
+from bot.fleet import cluster_parts
 from bot.jobs import alerts, digests, ledger, prices, sweep
 from bot.jobs.scheduler import BackgroundJobs, ScheduledJob, start_background
 from bot.service.http import HttpOptions
@@ -180,14 +181,21 @@ def build_runtime(
     store = Store(settings.database_url)
     if migrate:
         store.migrate()
-    reader, writer = cluster_access(settings, cluster_state)
+    # A dump or a recording stands for one cluster: `clusters:` is then not read.
+    several = () if cluster_state or telemetry_file else cluster_parts(settings, hub_writer(settings))
+    if several:
+        first = several[0]
+        reader, writer, telemetry, costs = first.cluster, first.writer, first.telemetry, first.costs
+    else:
+        reader, writer = cluster_access(settings, cluster_state)
+        telemetry, costs = telemetry_source(settings, telemetry_file), cost_setup(settings, store)
     aws = settings.prices.aws
     k = settings.kubernetes
     return Runtime(
         store=store,
         chat=chat or ConsoleChat(out or sys.stdout),
         cluster=reader,
-        telemetry=telemetry_source(settings, telemetry_file),
+        telemetry=telemetry,
         writer=writer,
         prices=prices.ReloadingPriceBook(settings, store, clock) if aws.enabled else prices.price_book(settings),
         teams=settings.team_directory(),
@@ -196,7 +204,9 @@ def build_runtime(
         clock=clock,
         group_members=group_members or (lambda group: set()),
         metrics=metrics,
-        costs=cost_setup(settings, store),
+        costs=costs,
+        clusters=several,
+        cluster_name=settings.cluster_name,
         timeouts=ActionTimeouts(
             recheck=settings.actions.recheck_timeout_seconds,
             # The writer's GET and PATCH, each bounded by the timeout, up to three times on conflicts.
@@ -210,10 +220,14 @@ def build_runtime(
 
 
 def detect_only(settings: Settings, cluster_state: str | Path | None, telemetry_file: str | Path | None) -> sweep.Sweep:
-    """A sweep that only detects (``sweep --json``): no database, no chat, nothing posted."""
+    """A sweep that only detects (``sweep --json``): no database, no chat, nothing posted. With
+    ``clusters:`` (and neither a dump nor a recording) every cluster is swept, each failing alone."""
+    book, teams, policy = prices.price_book(settings), settings.team_directory(), settings.policy
+    several = () if cluster_state or telemetry_file else cluster_parts(settings, hub_writer(settings))
+    if several:
+        return sweep.Sweep(lambda now: detect_clusters(several, several[0].name, book, policy, teams, now))
     reader, _ = cluster_access(settings, cluster_state)
     telemetry = telemetry_source(settings, telemetry_file)
-    book, teams, policy = prices.price_book(settings), settings.team_directory(), settings.policy
 
     def detection(now: datetime) -> Detection:
         return detect_with(reader.snapshot(now), telemetry, book, policy, teams, now)
@@ -242,6 +256,7 @@ def digests_for(rt: Runtime, settings: Settings, *, holder: str | None = None) -
     return digests.DigestsJob(
         store=rt.store, chat=rt.chat, settings=settings, reports=rt.cost_report,
         holder=holder or replica_identity(settings.leader_election), clock=rt.clock,
+        unreachable=lambda: dict(rt.unreachable),
     )
 
 

@@ -98,7 +98,7 @@ def test_migrate_twice_creates_the_tables(database_url: str, tmp_path, monkeypat
             unique = [ix for ix in inspector.get_indexes("action_request") if ix["unique"]]
             assert [ix["column_names"] for ix in unique] == [["key"]]
             versions = connection.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all()
-        assert versions == [("0007_usage_ledger",)]
+        assert versions == [("0008_cluster_column",)]
         # Usable after the second migrate: the tables were not recreated empty-handed or broken.
         assert _create(s).id is not None
 
@@ -151,7 +151,7 @@ def test_replicas_migrating_at_once_all_succeed(postgres_url: str) -> None:
     outputs = [p.communicate(timeout=120)[0] for p in replicas]
     assert [p.returncode for p in replicas] == [0] * len(replicas), outputs
     with Store(postgres_url) as s, s.engine.connect() as connection:
-        assert connection.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all() == [("0007_usage_ledger",)]
+        assert connection.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all() == [("0008_cluster_column",)]
         assert {"action_request", "audit_event"} <= set(sa.inspect(connection).get_table_names())
 
 

@@ -27,6 +27,7 @@ from urllib3.util.retry import Retry
 
 from actions.model import ENGINE_ACTIVE, GPU_UTIL, POWER_USAGE, GpuTelemetry, TelemetrySnapshot
 from actions.policy import Policy
+from actions.sources.promql_scope import matcher, scoped
 
 # Labels one GPU-per-pod result is grouped by. modelName and Hostname are constant per GPU; they
 # ride along so one query returns them without a separate metadata lookup.
@@ -236,6 +237,11 @@ class PrometheusApi:
     ``timeout_seconds`` bounds each request. Failures to connect are retried ``attempts`` times in
     all with exponential backoff before TelemetryError is raised; a query that timed out is not
     retried (it would take as long again). ``requests`` counts the queries sent.
+
+    ``scope`` ``(label, value)`` narrows every query to one cluster's series behind a query
+    endpoint shared by several (Thanos, Mimir, VictoriaMetrics): ``("cluster", "gpu-east")`` adds
+    ``cluster="gpu-east"`` to every selector (:func:`actions.sources.promql_scope.scoped`). None:
+    the queries go as written. Raises ValueError for a label name PromQL cannot take.
     """
 
     def __init__(
@@ -246,9 +252,13 @@ class PrometheusApi:
         verify_tls: bool = True,
         timeout_seconds: float = 30,
         attempts: int = 3,
+        scope: tuple[str, str] | None = None,
     ):
         self.url = url.rstrip("/")
         self.requests = 0
+        if scope is not None:
+            matcher(*scope)  # a bad label name fails here, at start, not at the first query
+        self.scope = scope
         self._attempts = attempts
         self._timeout = timeout_seconds
         # Retries belong to tenacity alone; urllib3's own would multiply with them.
@@ -267,13 +277,18 @@ class PrometheusApi:
         ValueError for a naive ``at``, TelemetryError when Prometheus is unreachable or refuses."""
         if at.tzinfo is None:
             raise ValueError(f"at={at!r} has no time zone; pass an aware UTC datetime")
+        promql = self._scoped(promql)
         return self._call(name, promql, lambda: self._client.custom_query(promql, params={"time": at.timestamp()}))
 
     def range(self, name: str, promql: str, start: datetime, end: datetime, step_seconds: float) -> list[dict[str, Any]]:
         """The ``result`` of a range query from ``start`` to ``end`` every ``step_seconds``: a list
         of ``{"metric": {...}, "values": [[ts, "v"], ...]}``. Raises as :meth:`instant`."""
         step = f"{step_seconds:g}s"
+        promql = self._scoped(promql)
         return self._call(name, promql, lambda: self._client.custom_query_range(promql, start, end, step))
+
+    def _scoped(self, promql: str) -> str:
+        return promql if self.scope is None else scoped(promql, *self.scope)
 
     def _call(self, name: str, promql: str, fn: Callable[[], Any]) -> list[dict[str, Any]]:
         retrying = Retrying(

@@ -415,7 +415,8 @@ class PrometheusUsage:
 
     ``team_label`` is the namespace label naming a namespace's team (as in the config's
     ``costs.team_label``): :meth:`fetch` returns namespace labels under that original key.
-    ``headers``, ``verify_tls``, ``timeout_seconds`` and ``attempts`` go to its
+    ``headers``, ``verify_tls``, ``timeout_seconds``, ``attempts`` and ``scope`` (one cluster's
+    series behind a shared endpoint) go to its
     :class:`~actions.sources.prometheus.PrometheusApi` (retries and errors as there).
     """
 
@@ -429,12 +430,13 @@ class PrometheusUsage:
         attempts: int = 3,
         team_label: str | None = "team",
         step_seconds: float = DEFAULT_STEP_SECONDS,
+        scope: tuple[str, str] | None = None,
     ):
         self.url = url.rstrip("/")
         self.team_label = team_label
         self.step_seconds = step_seconds
         self.api = PrometheusApi(
-            self.url, headers, verify_tls=verify_tls, timeout_seconds=timeout_seconds, attempts=attempts
+            self.url, headers, verify_tls=verify_tls, timeout_seconds=timeout_seconds, attempts=attempts, scope=scope,
         )
 
     @property

@@ -191,7 +191,7 @@ class Approvals:
         started = time.monotonic() if started is None else started
         request_id, finding = req.id, finding_of(req)
         try:
-            fresh = {f.key: f for f in self.rt.detect(now)}.get(req.key)
+            fresh = {f.key: f for f in self.rt.detect(now, cluster=req.cluster)}.get(req.key)
         except Exception as e:  # noqa: BLE001 - any source failure must leave the request decided, not stuck
             self._count_failure(req.verb, "recheck", e)
             self._settle(
@@ -227,7 +227,7 @@ class Approvals:
             )
             return Outcome(True, f"Request #{request_id} approved (dry run: nothing was changed).")
         try:
-            undo = self.rt.writer.apply(action, now)
+            undo = self.rt.writer_for(req.cluster).apply(action, now)
         except Exception as e:  # noqa: BLE001 - whatever broke, the request must end decided, not stuck
             if not isinstance(e, ExecutorError):
                 log.exception("request %s: executor raised", request_id)
@@ -328,7 +328,7 @@ class Approvals:
         undo = json.loads(req.undo_json or "{}")
         if not req.dry_run:
             try:
-                self.rt.writer.restore(finding.action, undo, now)
+                self.rt.writer_for(req.cluster).restore(finding.action, undo, now)
             except ExecutorError as e:
                 self._count_failure(req.verb, "restore", e)
                 if e.uncertain:

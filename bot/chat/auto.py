@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Collection
 from datetime import datetime, timedelta
 
 from actions.text import duration
@@ -30,14 +31,17 @@ class AutoActions:
         self.rt = rt
         self.approvals = Approvals(rt)
 
-    def act_due(self, now: datetime) -> dict[str, int]:
+    def act_due(self, now: datetime, unreachable: Collection[str] = ()) -> dict[str, int]:
         """Approve on the policy's behalf, and act on, every request still ``proposed`` whose
         ``act_at`` is at or before ``now``. A request whose finding is no longer in mode auto
         (the team changed its policy) loses its countdown instead. Stops early, leaving the rest
         for the next sweep, once the process is shutting down. Returns counts: ``acted``,
-        ``left`` (busy again, failed, or decided by someone a moment before)."""
+        ``left`` (busy again, failed, or decided by someone a moment before). Requests of the
+        ``unreachable`` clusters wait: their evidence cannot be re-checked now."""
         counts = {"acted": 0, "left": 0}
         for req in self.rt.store.due_to_act(now):
+            if unreachable and self.rt.cluster_of(req.cluster) in unreachable:
+                continue
             finding = finding_of(req)
             handling = finding.handling
             if handling.mode != "auto" or finding.action is None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Collection
 from datetime import datetime, timedelta
 
 from actions import store_bulk
@@ -137,22 +138,30 @@ class Proposals:
 
     # --- sweeps -----------------------------------------------------------------------------
 
-    def reconcile(self, findings: list[Finding], now: datetime) -> dict[str, int]:
+    def reconcile(self, findings: list[Finding], now: datetime, unreachable: Collection[str] = ()) -> dict[str, int]:
         """Bring the store and the channels in line with one sweep's findings.
 
         Actions whose outcome is unknown are settled first (:meth:`settle`). New findings
         become proposals; open ones are refreshed (one message per consumer, updated in place);
         proposals whose consumer is no longer idle are closed as superseded; overdue proposals
         expire; snoozes, exemptions and denials that ran out are re-proposed when the consumer is
-        still idle. Returns counts by what happened.
+        still idle. Requests of the ``unreachable`` clusters (names) are left as they are: their
+        findings are unknown, not gone, so nothing of theirs is superseded, expired or woken.
+        Returns counts by what happened.
         """
         store = self.rt.store
+
+        def unseen(req: ActionRequest) -> bool:
+            return bool(unreachable) and self.rt.cluster_of(req.cluster) in unreachable
+
         # A replica that died mid-action left its request behind; settle it before proposing.
         self.settle(now)
         counts = {"proposed": 0, "updated": 0, "superseded": 0, "expired": 0, "reproposed": 0}
         by_key = {f.key: f for f in findings}
 
         for req in store.due_for_expiry(now):
+            if unseen(req):
+                continue
             ttl_seconds = finding_of(req).handling.request_ttl_seconds
             done = store.transition(
                 req.id, from_states=["proposed"], to_state="expired", now=now, actor=SYSTEM,
@@ -163,6 +172,8 @@ class Proposals:
                 self.refresh_message(done, now)
 
         for req in store.due_to_wake(now):
+            if unseen(req):
+                continue
             f = by_key.get(req.key)
             if f is None:
                 done = store.transition(
@@ -182,7 +193,7 @@ class Proposals:
                 self.refresh_message(done, now)
 
         for req in store.list_requests(states=["proposed"]):
-            if req.key not in by_key:
+            if req.key not in by_key and not unseen(req):
                 done = store.transition(
                     req.id, from_states=["proposed"], to_state="superseded", now=now, actor=SYSTEM,
                     event="superseded", note=f"No longer idle at {short_time(now)}.",
@@ -199,6 +210,7 @@ class Proposals:
                 verb=f.action.verb.value if f.action else "", target=f.action.target if f.action else None,
                 finding_json=json.dumps(to_jsonable(f)), usd_per_hour=f.usd_per_hour, gpus=f.gpus,
                 dry_run=self.rt.dry_run, now=now, ttl_seconds=f.handling.request_ttl_seconds, act_at=act_at_for(f, now),
+                cluster=f.cluster,
             )
             for f in by_key.values() if f.key not in held
         ]
@@ -233,7 +245,7 @@ class Proposals:
         for req in self.rt.store.overdue_actions(now):
             action = finding_of(req).action
             try:
-                current = self.rt.writer.current(action.target) if action and not req.dry_run else None
+                current = self.rt.writer_for(req.cluster).current(action.target) if action and not req.dry_run else None
             except Exception as e:  # noqa: BLE001 - whatever the reader raised, the target is unknown
                 if self.rt.metrics:
                     self.rt.metrics.kubernetes_error("read")

@@ -9,7 +9,8 @@ hands each job the parts it needs, most often bound methods of this one.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -17,11 +18,12 @@ from typing import Protocol
 from actions.cost import CostReport
 from actions.detection import Detection, detect
 from actions.executors import ClusterWriter
+from actions.fleet import FleetDetection, FleetReport, fleet_report, in_cluster, join_detections, one_line
 from actions.model import ClusterSnapshot, Finding, TelemetrySnapshot, utc_now
 from actions.policy import Policy, TeamDirectory
 from actions.prices import PriceBook
 from actions.queue import QueueReport, queue_report
-from actions.reporting import CostSetup, build_report
+from actions.reporting import CostSetup, build_fleet_report, build_report
 from actions.sources.kubernetes import ClusterReadError
 from actions.store import Store
 from actions.team_policy import PolicyBook
@@ -31,6 +33,9 @@ from bot.service.process import ActionsInFlight
 from bot.service.work import SingleFlight
 
 log = logging.getLogger(__name__)
+
+# Clusters read at once by a sweep: each waits on its API server and Prometheus, not on the CPU.
+MAX_PARALLEL_CLUSTERS = 8
 
 
 class ClusterReader(Protocol):
@@ -60,6 +65,62 @@ class ReportUnavailable(RuntimeError):
     """The bot was started without a usage source, so it cannot report cost."""
 
 
+class UnknownCluster(ValueError):
+    """A cluster name that is not one of the configured clusters; the message lists them."""
+
+
+class NoClusterAnswered(RuntimeError):
+    """Not one of the clusters could be swept; the message says why for each."""
+
+
+@dataclass(frozen=True)
+class ClusterParts:
+    """One cluster of several (``clusters:``): its ``name``, the reader of its API server, its
+    telemetry, the writer that acts on it, and its cost reports (None: no usage source)."""
+
+    name: str
+    cluster: ClusterReader
+    telemetry: TelemetrySource
+    writer: ClusterWriter
+    costs: CostSetup | None = None
+
+
+def detect_clusters(
+    clusters: Sequence[ClusterParts], first: str, prices: PriceBook, policy: Policy, teams: TeamDirectory,
+    now: datetime, on_failure: Callable[[str, Exception], None] = lambda name, e: None,
+) -> FleetDetection:
+    """The idle detector over each of ``clusters`` (:func:`detect_with`), read side by side so a
+    slow cluster costs the sweep its own time, not the sum; their findings keyed apart (the
+    ``first`` cluster's as a bot of one keys them) and joined. A cluster whose API server or
+    telemetry cannot be read is logged, passed to ``on_failure(name, error)`` (which may raise to
+    stop) and named in the answer's ``unreachable``. Raises NoClusterAnswered when none could be
+    read."""
+
+    def one(parts: ClusterParts) -> Detection | Exception:
+        try:
+            return detect_with(parts.cluster.snapshot(now), parts.telemetry, prices, policy, teams, now)
+        except Exception as e:  # noqa: BLE001 - one cluster's failure must not stop the others
+            return e
+
+    if len(clusters) == 1:
+        results = [one(clusters[0])]
+    else:
+        with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_CLUSTERS, len(clusters)), thread_name_prefix="cluster") as pool:
+            results = list(pool.map(one, clusters))
+    answered: dict[str, Detection] = {}
+    unreachable: dict[str, str] = {}
+    for parts, found in zip(clusters, results):
+        if isinstance(found, Exception):
+            on_failure(parts.name, found)
+            log.warning("idle sweep at %s: cluster %s not swept: %s", now.isoformat(), parts.name, found)
+            unreachable[parts.name] = one_line(found)
+            continue
+        answered[parts.name] = in_cluster(found, parts.name, first=parts.name == first)
+    if not answered:
+        raise NoClusterAnswered("no cluster could be swept: " + "; ".join(f"{c}: {why}" for c, why in unreachable.items()))
+    return join_detections(answered, unreachable)
+
+
 @dataclass(frozen=True)
 class ActionTimeouts:
     """How long acting may take, in seconds: ``recheck`` the evidence re-read before acting,
@@ -87,6 +148,11 @@ class Runtime:
     :mod:`bot.service.metrics`); ``inflight`` tracks the actions being applied or restored, for a
     graceful shutdown; ``costs`` is None when no usage source is configured; ``timeouts`` bound
     an action (see :class:`ActionTimeouts`).
+
+    ``clusters`` lists every cluster of a bot of several, the first one first (empty for a bot of
+    one cluster, which ``cluster``, ``telemetry``, ``writer`` and ``costs`` are, named
+    ``cluster_name``); with several, those four are the first cluster's. ``unreachable`` holds
+    the clusters the last whole sweep could not read (cluster -> why), for the digests.
     """
 
     store: Store
@@ -104,9 +170,13 @@ class Runtime:
     inflight: ActionsInFlight = field(default_factory=ActionsInFlight)
     costs: CostSetup | None = None
     timeouts: ActionTimeouts = field(default_factory=ActionTimeouts)
+    clusters: tuple[ClusterParts, ...] = ()
+    cluster_name: str = "default"
+    unreachable: dict[str, str] = field(default_factory=dict)
     # Callers asking for the same period at once (ten people typing /gpu cost) share one report,
     # also those whose command waited in the queue while it was computed.
     _reports: SingleFlight[CostReport] = field(default_factory=lambda: SingleFlight(keep_seconds=60), repr=False)
+    _fleets: SingleFlight[FleetReport] = field(default_factory=lambda: SingleFlight(keep_seconds=60), repr=False)
 
     # --- what is idle, what waits ---------------------------------------------------------------
 
@@ -120,15 +190,69 @@ class Runtime:
                 self.metrics.kubernetes_error("read")
             raise
 
-    def detection(self, now: datetime) -> Detection:
+    def detection(self, now: datetime, cluster: str | None = None) -> Detection:
         """Read the cluster and telemetry at ``now`` and run the idle detector: the first stage of
-        every sweep, with what the data lacked. Raises what the sources raise."""
-        return detect_with(self.snapshot(now), self.telemetry, self.prices, self.policy, self.teams, now)
+        every sweep, with what the data lacked. Raises what the sources raise.
 
-    def detect(self, now: datetime) -> list[Finding]:
+        With several clusters, each is read in turn and a cluster that cannot be read fails
+        alone: it is logged, counted (``gpu_cost_bot_cluster_sweep_failures_total``), kept in
+        :attr:`unreachable` and returned in the answer's ``unreachable``
+        (:class:`~actions.fleet.FleetDetection`); NoClusterAnswered when none could be.
+        ``cluster`` (a name; ``""`` the first) reads that one alone and raises what its sources
+        raise, UnknownCluster for a name not configured."""
+        if not self.clusters:
+            return detect_with(self.snapshot(now), self.telemetry, self.prices, self.policy, self.teams, now)
+        chosen = self.clusters if cluster is None else (self.parts(cluster),)
+
+        def failed(name: str, e: Exception) -> None:
+            if isinstance(e, ClusterReadError) and self.metrics:
+                self.metrics.kubernetes_error("read")
+            if cluster is not None:
+                raise e
+            if self.metrics:
+                self.metrics.cluster_sweep_failed(name)
+
+        found = detect_clusters(
+            chosen, self.clusters[0].name, self.prices, self.policy, self.teams, now, on_failure=failed,
+        )
+        if cluster is None:
+            self.unreachable = dict(found.unreachable)
+        return found
+
+    def detect(self, now: datetime, cluster: str | None = None) -> list[Finding]:
         """The idle findings at ``now`` (:meth:`detection`), as the re-check right before acting
-        reads them. Raises what the sources raise."""
-        return self.detection(now).findings
+        reads them (``cluster``: the request's cluster alone). Raises what the sources raise."""
+        return self.detection(now, cluster).findings
+
+    # --- which cluster ----------------------------------------------------------------------------
+
+    def cluster_names(self) -> list[str]:
+        """The clusters' names, the first one first (``[cluster_name]`` for a bot of one)."""
+        return [c.name for c in self.clusters] or [self.cluster_name]
+
+    def cluster_of(self, stored: str) -> str:
+        """The name of the cluster a request belongs to: ``stored`` (its ``cluster`` column), or
+        the first cluster for an empty one (requests stored before there were several)."""
+        return stored or self.cluster_names()[0]
+
+    def parts(self, cluster: str) -> ClusterParts:
+        """The configured cluster ``cluster`` (``""``: the first). Raises UnknownCluster naming
+        the configured ones, or when the bot watches one cluster only (its parts are the
+        Runtime's own)."""
+        if not self.clusters:
+            raise UnknownCluster(f"this bot watches one cluster ({self.cluster_name}); `clusters:` is not configured")
+        name = cluster or self.clusters[0].name
+        for c in self.clusters:
+            if c.name == name:
+                return c
+        raise UnknownCluster(f"no cluster {name!r}; the clusters are {', '.join(self.cluster_names())}")
+
+    def writer_for(self, cluster: str) -> ClusterWriter:
+        """The writer that acts on ``cluster`` (a request's ``cluster``; ``""`` the first or only
+        one). Raises UnknownCluster for a cluster no longer configured."""
+        if not self.clusters:
+            return self.writer
+        return self.parts(cluster).writer
 
     def open_request_ids(self) -> dict[str, int]:
         """Finding key -> id of its ActionRequest awaiting approval."""
@@ -191,23 +315,56 @@ class Runtime:
 
     # --- what it cost ---------------------------------------------------------------------------
 
-    def cost_report(self, start: datetime, end: datetime) -> CostReport:
+    def cost_report(self, start: datetime, end: datetime, cluster: str | None = None) -> CostReport:
         """Every team's GPU-hours and USD over ``[start, end]`` (aware UTC datetimes, e.g. from
         :func:`actions.cost.parse_period`), as a :class:`~actions.cost.CostReport` whose
         ``teams`` maps team name -> :class:`~actions.cost.TeamReport` (``"unallocated"`` included
         when pods in no team used GPUs; configured teams always present).
 
-        Node capacity types missing from ``kube_node_labels`` are read through ``cluster``.
-        Overlapping calls for the same period share one computation and its result, which is
-        also handed out for a minute after it was computed.
-        Raises ReportUnavailable when ``costs`` is not set and
-        actions.sources.prometheus.TelemetryError when Prometheus fails.
+        With several clusters: the fleet's figures (:meth:`fleet_report`), or ``cluster``'s
+        alone when named. Node capacity types missing from ``kube_node_labels`` are read through
+        the cluster's API server. Overlapping calls for the same period share one computation
+        and its result, which is also handed out for a minute after it was computed.
+        Raises ReportUnavailable when there is no usage source, UnknownCluster for a cluster not
+        configured, and actions.sources.prometheus.TelemetryError when Prometheus fails.
         """
-        if self.costs is None:
+        if not self.clusters:
+            if cluster not in (None, self.cluster_name):
+                raise UnknownCluster(f"no cluster {cluster!r}; this bot watches one cluster, {self.cluster_name}")
+            return self._report_of(self.costs, self.cluster, start, end)
+        if cluster is None:
+            return self.fleet_report(start, end).fleet
+        parts = self.parts(cluster)
+        return self._report_of(parts.costs, parts.cluster, start, end, parts.name)
+
+    def fleet_report(self, start: datetime, end: datetime) -> FleetReport:
+        """Each cluster's report over ``[start, end]`` and the fleet's totals
+        (:func:`actions.reporting.build_fleet_report`): a cluster whose report fails is left out
+        of the totals and named in the fleet's warnings. A bot of one cluster gives a fleet of
+        one. Shared by overlapping callers as :meth:`cost_report`. Raises ReportUnavailable
+        without a usage source, and the first cluster's error when no report could be made."""
+        if not self.clusters:
+            one = self.cost_report(start, end)
+            return fleet_report({self.cluster_name: one}, {}, start, end)
+        if any(c.costs is None for c in self.clusters):
+            raise ReportUnavailable("cost reports need a Prometheus usage source for every cluster")
+
+        def nodes(reader: ClusterReader) -> Callable[[], Mapping]:
+            return lambda: reader.snapshot(self.clock()).nodes
+
+        return self._fleets.do((start, end), lambda: build_fleet_report(
+            [(c.name, c.costs, nodes(c.cluster)) for c in self.clusters],
+            self.prices, self.teams, self.policy, start, end,
+        ))
+
+    def _report_of(
+        self, costs: CostSetup | None, reader: ClusterReader, start: datetime, end: datetime, cluster: str = "",
+    ) -> CostReport:
+        if costs is None:
             raise ReportUnavailable("cost reports need a Prometheus usage source (Runtime.costs is not set)")
-        return self._reports.do((start, end), lambda: build_report(
-            self.costs, self.prices, self.teams, self.policy, start, end,
-            api_nodes=lambda: self.cluster.snapshot(self.clock()).nodes,
+        return self._reports.do((cluster, start, end), lambda: build_report(
+            costs, self.prices, self.teams, self.policy, start, end,
+            api_nodes=lambda: reader.snapshot(self.clock()).nodes,
         ))
 
     def spend_function(self) -> Callable[[datetime, datetime], Mapping[str, float]] | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
@@ -29,7 +29,7 @@ from actions.cost import CostReport, TeamReport
 from actions.model import utc_now
 from actions.store import Store
 from bot.chat import Chat, Message
-from bot.chat.blocks.digests import admin_summary_message, chart_comment, team_digest_message
+from bot.chat.blocks.digests import admin_summary_message, chart_comment, team_digest_message, unreachable_note
 from bot.chat.chart import cost_chart_png
 from bot.settings import Settings
 
@@ -138,7 +138,9 @@ class DigestsJob:
     """Sends the digests that are due: ``settings`` gives the schedule (``costs``), the teams and
     the admin channel; ``reports(start, end)`` computes a period's CostReport
     (:meth:`bot.chat.runtime.Runtime.cost_report`); ``chart(report)`` draws a TeamReport or CostReport
-    as PNG bytes. Claims are recorded in ``store`` as ``holder`` (this replica's identity)."""
+    as PNG bytes. Claims are recorded in ``store`` as ``holder`` (this replica's identity).
+    ``unreachable()`` gives the clusters the last sweep could not read (cluster -> why), named in
+    every digest (:attr:`bot.chat.runtime.Runtime.unreachable`)."""
 
     store: Store
     chat: Chat
@@ -147,6 +149,7 @@ class DigestsJob:
     holder: str
     chart: ChartFn = cost_chart_png
     clock: Callable[[], datetime] = utc_now
+    unreachable: Callable[[], Mapping[str, str]] = dict
 
     def _claimed(self, d: DueDigest) -> bool:
         return any(run.scheduled_at == d.scheduled_at for run in self.store.job_runs(d.job_id))
@@ -212,6 +215,9 @@ class DigestsJob:
             team = report.teams.get(d.team) or _empty_team_report(d.team, report.period_start, report.period_end)
             message = team_digest_message(team, d.tz, days)
             subject, has_use = team, team.gpu_hours > 0
+        note = unreachable_note(self.unreachable())
+        if note is not None:
+            message = Message(text=message.text, blocks=[*message.blocks, note], metadata=message.metadata)
         self.chat.post(d.channel, message)
         if has_use:
             self.chat.upload_file(

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from actions.detection import Detection
+from actions.fleet import FleetDetection
 from actions.model import utc_now
 from bot.chat.auto import AutoActions
 from bot.chat.proposals import Proposals
@@ -76,9 +77,11 @@ class Sweep:
         findings = found.findings
         started = time.perf_counter()
         try:
-            counts = self.proposals.reconcile(findings, now)
+            # A cluster that could not be read says nothing about its requests: they stay.
+            unreachable = found.unreachable if isinstance(found, FleetDetection) else {}
+            counts = self.proposals.reconcile(findings, now, unreachable=unreachable)
             if self.auto is not None:
-                counts.update(self.auto.act_due(now))
+                counts.update(self.auto.act_due(now, unreachable))
         except Exception:
             if self.metrics:
                 self.metrics.sweep_finished("error")

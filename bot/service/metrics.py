@@ -123,6 +123,12 @@ class BotMetrics:
             "Reserved or committed GPUs freed for the queue: physical-GPU equivalents over requests done.",
             registry=registry,
         )
+        self.cluster_sweep_failures = Counter(
+            f"{PREFIX}_cluster_sweep_failures",
+            "Sweeps in which one cluster of several could not be read (its API server or telemetry), by cluster; "
+            "the other clusters were swept.",
+            ["cluster"], registry=registry,
+        )
         self.work_refused = Counter(
             f"{PREFIX}_work_refused",
             "Slash commands and button presses answered 'busy' because their worker pool was full, by pool.",
@@ -205,6 +211,10 @@ class BotMetrics:
     def slack_error(self, method: str) -> None:
         """A Slack Web API call (``method``, e.g. ``chat.update``) failed."""
         self.slack_api_errors.labels(method).inc()
+
+    def cluster_sweep_failed(self, cluster: str) -> None:
+        """Count a sweep in which ``cluster`` could not be read."""
+        self.cluster_sweep_failures.labels(cluster=cluster).inc()
 
     def work_refused_by(self, pool: str) -> None:
         """A request was answered "busy": ``pool`` (``commands``, ``presses``) was full."""

@@ -25,6 +25,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from actions.policy import Policy, Team, TeamDirectory, slack_ids
 from actions.prices import PriceOverrides
 from actions.team_policy import merged
+from bot.settings.clusters import ClusterSettings, ClusterTarget, check_clusters, cluster_name_ok, targets
 from bot.settings.cron import digest_trigger
 
 SECRET_KEYS = ("slack_bot_token", "slack_app_token", "slack_signing_secret", "prometheus_bearer_token")
@@ -327,7 +328,13 @@ class Settings(BaseSettings):
     )
 
     dry_run: bool = Field(True, description="post and record everything but never patch the cluster")
-    cluster_name: str = Field("default", min_length=1, description="the cluster's name in ledger rows and reports")
+    cluster_name: str = Field(
+        "default", min_length=1,
+        description="the cluster's name in ledger rows and reports; the single cluster's when `clusters:` is absent",
+    )
+    clusters: list[ClusterSettings] = Field(
+        default_factory=list, description="several GPU clusters, each with its Kubernetes access and telemetry"
+    )
     database_url: str = "sqlite:///gpu-cost-bot.db"
     prometheus: PrometheusSettings = Field(default_factory=PrometheusSettings)
     kubernetes: KubernetesSettings = Field(default_factory=KubernetesSettings)
@@ -357,6 +364,16 @@ class Settings(BaseSettings):
     @classmethod
     def _loadable(cls, v: str) -> str:
         return database_url(v)
+
+    @field_validator("cluster_name")
+    @classmethod
+    def _cluster_name(cls, v: str) -> str:
+        return cluster_name_ok(v)
+
+    @field_validator("clusters")
+    @classmethod
+    def _clusters(cls, v: list[ClusterSettings]) -> list[ClusterSettings]:
+        return check_clusters(v)
 
     @model_validator(mode="after")
     def _teams_consistent(self) -> "Settings":
@@ -396,6 +413,15 @@ class Settings(BaseSettings):
         """The teams, with the default channel for namespaces in no configured team."""
         return TeamDirectory(
             self.teams, self.slack.default_channel, self.slack.admin_channel, self.slack.admin_approvers
+        )
+
+    def cluster_targets(self) -> list[ClusterTarget]:
+        """The clusters the bot watches, the first one first (its request keys keep the form of a
+        bot of one cluster): ``clusters``, or the one cluster ``cluster_name`` through the top-level
+        ``kubernetes`` and ``prometheus`` (see :func:`bot.settings.clusters.targets`)."""
+        return targets(
+            self.clusters, single_name=self.cluster_name, kubeconfig=self.kubernetes.kubeconfig,
+            context=self.kubernetes.context, prometheus_url=self.prometheus.url, headers=self.prometheus_headers(),
         )
 
     def prometheus_headers(self) -> dict[str, str]:

@@ -9,6 +9,7 @@ fields per section, 150 characters per header.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Iterable
 from zoneinfo import ZoneInfo
@@ -180,3 +181,13 @@ def chart_comment(team: str | None, start: datetime, end: datetime, tz: str) -> 
     """The comment posted with a digest's chart (``team`` None for the all-teams chart)."""
     who = plain(team) if team is not None else "all teams"
     return f"Daily GPU cost by capacity type, idle share marked: {who}, {period_label(start, end, tz)}"
+
+
+def unreachable_note(unreachable: Mapping[str, str]) -> dict | None:
+    """A context block naming the clusters the last sweep could not read (cluster -> why), whose
+    idle GPUs are therefore not in the proposals; None when every cluster was read."""
+    if not unreachable:
+        return None
+    # The reason is for a person to recognise (refused, timed out, denied), not a log line.
+    named = "; ".join(f"*{plain(c)}* ({plain(why if len(why) <= 160 else why[:159] + '…')})" for c, why in sorted(unreachable.items()))
+    return context(f":warning: Not swept for idle GPUs at the last sweep, could not be reached: {named}")

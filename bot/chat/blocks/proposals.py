@@ -98,9 +98,13 @@ TITLES = {
 
 
 def proposal_message(f: Finding, status: RequestStatus) -> Message:
-    """The message for one ActionRequest: what is idle, the evidence, the dollars, its state and
-    the buttons that apply to that state."""
+    """The message for one ActionRequest: what is idle (and in which cluster, when the bot
+    watches several), the evidence, the dollars, its state and the buttons that apply to that
+    state."""
     title = f"{TITLES.get(f.kind, 'Idle GPUs')}: {f.consumer_kind} {f.namespace + '/' if f.namespace else ''}{f.name}"
+    if f.cluster:
+        # The same namespace and name may run in several clusters; a bot of one leaves it out.
+        title += f" in cluster {f.cluster}"
     price = f.price
     where = plain(f"{f.node or '?'} ({price.instance_type or 'unknown instance type'}, {price.capacity_type.value})")
     amount = gpu_amount(f.gpus, dict(f.devices))

@@ -1,6 +1,8 @@
-"""``/gpu cost [team] [period]``: GPU-hours and USD per team, in the chargeback layout.
+"""``/gpu cost [team] [period] [--cluster NAME]``: GPU-hours and USD per team, in the chargeback
+layout.
 
-Without a team: one table of every team. Periods: ``7d``, ``30d`` (default), ``mtd``,
+Without a team: one table of every team. A bot of several clusters reports the fleet, with a
+line per cluster under the table; ``--cluster NAME`` reports that cluster alone. Periods: ``7d``, ``30d`` (default), ``mtd``,
 ``last-month`` (also ``12h``, ``2w``). The report reads weeks of Prometheus history, which can
 take seconds: ``bot.chat.slack.app`` acks the slash command before dispatching and answers through the
 command's ``response_url`` (Bolt's ``respond``), so Slack's 3-second limit does not apply.
@@ -22,14 +24,16 @@ from actions.cost import (
     parse_period,
     table_order,
 )
+from actions.fleet import FleetReport
 from actions.sources.prometheus import TelemetryError
 from bot.chat import Message, blocks
 from bot.chat.commands.context import CommandContext, Reply, UsageError
-from bot.chat.runtime import ReportUnavailable
+from bot.chat.runtime import ReportUnavailable, UnknownCluster
 
 NAME = "cost"
 SUMMARY = "GPU-hours and cost per team (idle share, efficiency, spot ratio, top consumers)"
 EXAMPLE = "/gpu cost research 30d"
+CLUSTER_EXAMPLE = "/gpu cost 30d --cluster gpu-west"
 DEFAULT_PERIOD = "30d"
 MAX_FLAVOR_LINES = 12  # keeps a section under Slack's 3000 characters
 
@@ -109,11 +113,34 @@ def _cost_cell(cost: float, hours: float, unpriced: float) -> str:
     return blocks.usd(cost) + ("*" if unpriced else "")
 
 
-def all_teams_message(report: CostReport) -> Message:
+def clusters_table(fleet: FleetReport) -> str:
+    """The fleet's line per cluster (GPU-hours, USD, idle USD) and its total, as a code block;
+    a cluster whose report failed says so instead of figures."""
+    totals = fleet.totals()
+    width = max([len("cluster"), len("fleet")] + [len(t.cluster) for t in totals])
+    lines = [f"{'cluster':<{width}}  {'GPU-hrs':>9}  {'cost':>12}  {'idle cost':>12}"]
+    for t in totals:
+        if t.error is not None:
+            lines.append(f"{blocks.plain(t.cluster):<{width}}  no report: {blocks.plain(t.error)}")
+        else:
+            lines.append(
+                f"{blocks.plain(t.cluster):<{width}}  {t.gpu_hours:>9,.0f}  {blocks.usd(t.cost_usd):>12}  "
+                f"{blocks.usd(t.idle_cost_usd):>12}"
+            )
+    answered = [t for t in totals if t.error is None]
+    lines.append(
+        f"{'fleet':<{width}}  {sum(t.gpu_hours for t in answered):>9,.0f}  "
+        f"{blocks.usd(sum(t.cost_usd for t in answered)):>12}  {blocks.usd(sum(t.idle_cost_usd for t in answered)):>12}"
+    )
+    return "```\n" + "\n".join(lines) + "\n```"
+
+
+def all_teams_message(report: CostReport, fleet: FleetReport | None = None, cluster: str | None = None) -> Message:
     """Every team in one table (GPU-hours, USD, idle share, efficiency, spot ratio), highest cost
     first and ``unallocated`` last, with the total; then, when the nodes' GPU capacity was read,
-    the GPU-hours no pod requested and what all GPU nodes cost (the two add up to it); the
-    report's notes below."""
+    the GPU-hours no pod requested and what all GPU nodes cost (the two add up to it); with a
+    ``fleet`` of several clusters, a line per cluster (:func:`clusters_table`); the report's
+    notes and warnings below. ``cluster`` names the one cluster reported, when one was chosen."""
     rows = table_order(report.teams.values())
     width = max([len("team"), len("unrequested")] + [len(r.team) for r in rows])
     header = f"{'team':<{width}}  {'GPU-hrs':>9}  {'cost':>12}  {'idle':>6}  {'effic.':>6}  {'spot':>6}"
@@ -130,12 +157,16 @@ def all_teams_message(report: CostReport) -> Message:
         body.append(f"{'unrequested':<{width}}  {free.gpu_hours:>9,.0f}  {blocks.usd(free.cost_usd):>12}")
         body.append(f"{'GPU nodes':<{width}}  {report.node_gpu_hours:>9,.0f}  {blocks.usd(report.node_cost_usd):>12}")
     table = "```\n" + "\n".join([header, *body]) + "\n```"
+    several = fleet is not None and len(fleet.totals()) > 1
+    title = "GPU cost by team" + (f", cluster {cluster}" if cluster else ", all clusters" if several else "")
     out = [
-        blocks.header("GPU cost by team"),
+        blocks.header(title),
         blocks.context(period_label(report.period_start, report.period_end)),
         blocks.section(table),
     ]
-    notes = [blocks.plain(n) for n in report.notes]
+    if several:
+        out.append(blocks.section("*By cluster*\n" + clusters_table(fleet)))
+    notes = [blocks.plain(n) for n in (*report.warnings, *report.notes)] if several else [blocks.plain(n) for n in report.notes]
     if unpriced:
         notes.append(f"* leaves out {unpriced:,.1f} GPU-hours on GPUs with no price (named above)")
     if report.unrequested is not None and report.unrequested.by_node:
@@ -150,6 +181,27 @@ def all_teams_message(report: CostReport) -> Message:
     notes.append(f"Details and price sources: `{blocks.plain('/gpu cost <team> <period>')}`")
     out.append(blocks.context(*notes))
     return Message(text=f"GPU cost by team: {blocks.usd(report.cost_usd)} for {report.gpu_hours:,.0f} GPU-hours", blocks=out)
+
+
+def cluster_arg(args: str) -> tuple[str, str | None]:
+    """``(the other words, cluster or None)`` from ``--cluster NAME`` (or ``--cluster=NAME``)
+    anywhere in ``args``. Raises UsageError for ``--cluster`` without a name or given twice."""
+    words, cluster, i = args.split(), None, 0
+    rest = []
+    while i < len(words):
+        w = words[i]
+        if w == "--cluster" or w.startswith("--cluster="):
+            name = w.split("=", 1)[1] if "=" in w else (words[i + 1] if i + 1 < len(words) else "")
+            i += 1 if "=" in w else 2
+            if not name or name.startswith("--"):
+                raise UsageError("`--cluster` needs a cluster's name.", CLUSTER_EXAMPLE)
+            if cluster is not None:
+                raise UsageError(f"Two clusters given ({cluster}, {name}); give one.", CLUSTER_EXAMPLE)
+            cluster = name
+            continue
+        rest.append(w)
+        i += 1
+    return " ".join(rest), cluster
 
 
 def parse_args(args: str, now: datetime, tz: str = "UTC") -> tuple[str | None, datetime, datetime]:
@@ -182,16 +234,24 @@ def handle(args: str, ctx: CommandContext) -> Reply:
     rt = ctx.rt
     if rt is None or rt.costs is None:
         return Reply(blocks.error_message("Cost reports need the running bot with Prometheus configured."))
+    args, cluster = cluster_arg(args)
     team, start, end = parse_args(args, rt.clock(), rt.costs.timezone)
+    fleet = None
     try:
-        report = rt.cost_report(start, end)
+        if cluster is None and rt.clusters:
+            fleet = rt.fleet_report(start, end)
+            report = fleet.fleet
+        else:
+            report = rt.cost_report(start, end, cluster)
+    except UnknownCluster as e:
+        raise UsageError(blocks.plain(str(e)), CLUSTER_EXAMPLE) from None
     except (TelemetryError, ReportUnavailable) as e:
         return Reply(blocks.error_message(f"I could not build the cost report: {blocks.plain(e)}"))
     # What the report lacks (hours the usage ledger does not hold, history Prometheus no longer
     # keeps) is said first, with the figures it qualifies.
     report = dataclasses.replace(report, notes=report.warnings + report.notes)
     if team is None:
-        return Reply(all_teams_message(report), ephemeral=False)
+        return Reply(all_teams_message(report, fleet, cluster if rt.clusters else None), ephemeral=False)
     found = report.teams.get(team)
     if found is None:
         known = ", ".join(sorted(report.teams)) or "none yet"

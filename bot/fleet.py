@@ -1,0 +1,95 @@
+"""Builds each configured cluster's parts (``clusters:``): the reader and writer of its API
+server, its telemetry and its cost reports, each narrowed to the cluster's series when they
+share one query endpoint. :mod:`bot.wiring` hands them to the Runtime; nothing below reads
+settings for itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+
+from actions.cost import CostReport
+from actions.executors import KubernetesWriter, RoutingWriter
+from actions.executors.jupyterhub import HubWriter
+from actions.fleet import FleetReport
+from actions.reporting import CostSetup, build_fleet_report, build_report
+from actions.sources.kubernetes import KubernetesSource, load_kube_config
+from actions.sources.prometheus import PrometheusTelemetry
+from actions.sources.prometheus_usage import PrometheusUsage
+from bot.chat.runtime import ClusterParts, UnknownCluster
+from bot.jobs.prices import price_book
+from bot.settings import Settings
+from bot.settings.clusters import ClusterTarget
+
+
+def telemetry_for(settings: Settings, target: ClusterTarget) -> PrometheusTelemetry:
+    """The DCGM telemetry of ``target``: its Prometheus URL and headers, TLS and timeout from the
+    top-level ``prometheus``, narrowed to its label when it shares the endpoint."""
+    p = settings.prometheus
+    return PrometheusTelemetry(
+        target.prometheus_url, target.headers, verify_tls=p.verify_tls, timeout_seconds=p.timeout_seconds,
+        scope=target.scope,
+    )
+
+
+def costs_for(settings: Settings, target: ClusterTarget) -> CostSetup:
+    """Cost reports of ``target`` from its kube-state-metrics and DCGM history, with the
+    ``costs`` settings (team label, top consumers, time zone)."""
+    c = settings.costs
+    return CostSetup(
+        usage=PrometheusUsage(
+            target.prometheus_url, target.headers, verify_tls=settings.prometheus.verify_tls,
+            timeout_seconds=c.query_timeout_seconds, team_label=c.team_label, scope=target.scope,
+        ),
+        team_label=c.team_label,
+        top_consumers=c.top_consumers,
+        timezone=c.timezone,
+        spot_ratio_target=settings.alerts.spot_ratio_target,
+    )
+
+
+def cluster_parts(settings: Settings, hubs: HubWriter | None = None) -> tuple[ClusterParts, ...]:
+    """One :class:`~bot.chat.runtime.ClusterParts` per entry of ``clusters:``, in order; empty
+    when the bot watches one cluster. JupyterHub servers (``hubs``) are stopped through the first
+    cluster's writer (``jupyterhub.hubs`` names no cluster). Raises ClusterConfigError when a
+    cluster's kubeconfig context cannot be loaded."""
+    if not settings.clusters:
+        return ()
+    k = settings.kubernetes
+    parts = []
+    for i, target in enumerate(settings.cluster_targets()):
+        api = load_kube_config(target.kubeconfig, target.context)
+        parts.append(ClusterParts(
+            name=target.name,
+            cluster=KubernetesSource(api, page_size=k.page_size, timeout_seconds=k.timeout_seconds),
+            telemetry=telemetry_for(settings, target),
+            writer=RoutingWriter(KubernetesWriter(api, timeout_seconds=k.timeout_seconds), hubs if i == 0 else None),
+            costs=costs_for(settings, target),
+        ))
+    return tuple(parts)
+
+
+def cost_reports(
+    settings: Settings, start: datetime, end: datetime, cluster: str | None = None,
+) -> tuple[CostReport, FleetReport | None]:
+    """The cost report over ``[start, end]`` of a bot with ``clusters:``: ``(cluster's report,
+    None)`` for a named ``cluster``, else ``(the fleet's totals, the FleetReport with a report per
+    cluster)``. Node capacity types missing from ``kube_node_labels`` are read from each cluster's
+    API server. Raises UnknownCluster for a name not configured (listing them), ValueError
+    without ``clusters:``, and TelemetryError when no cluster's Prometheus answers."""
+    parts = cluster_parts(settings)
+    if not parts:
+        raise ValueError("cost_reports is for a bot with `clusters:`; a bot of one cluster reports as it always did")
+    book, teams, policy = price_book(settings), settings.team_directory(), settings.policy
+
+    def nodes(p: ClusterParts) -> Callable[[], Mapping]:
+        return lambda: p.cluster.snapshot(end).nodes
+
+    if cluster is not None:
+        chosen = next((p for p in parts if p.name == cluster), None)
+        if chosen is None:
+            raise UnknownCluster(f"no cluster {cluster!r}; the clusters are {', '.join(p.name for p in parts)}")
+        return build_report(chosen.costs, book, teams, policy, start, end, api_nodes=nodes(chosen)), None
+    fleet = build_fleet_report([(p.name, p.costs, nodes(p)) for p in parts], book, teams, policy, start, end)
+    return fleet.fleet, fleet

@@ -1,0 +1,469 @@
+"""Many clusters in one bot: ``clusters:`` in the config, every PromQL query narrowed to one
+cluster's series behind a shared query endpoint, and per-cluster sweeps and reports.
+
+The shared endpoint is a real Prometheus whose series carry a ``cluster`` external label, as
+Thanos Query, Mimir and VictoriaMetrics present many clusters' Prometheis (Thanos docs,
+"external_labels": each Prometheus is told apart by labels such as ``cluster``); the clusters'
+API servers are two wire-level fakes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+from prometheus_client import CollectorRegistry
+from typer.testing import CliRunner
+
+from actions.cost import Consumer, CostReport, DailyCost, FlavorLine, TeamReport
+from actions.fleet import cluster_key, fleet_report
+from actions.policy import Policy
+from actions.sources.prometheus import PrometheusApi, PrometheusTelemetry
+from actions.sources.promql_scope import scoped
+from bot.chat.approvals import Approvals
+from bot.chat.commands import CommandContext, dispatch
+from bot.chat.console import ConsoleChat, to_text
+from bot.cli import app
+from bot.service.metrics import BotMetrics
+from bot.settings import ConfigError, load_settings
+from bot.wiring import build_runtime, digests_for, sweep_for
+from tests.fakes.kube_api import FakeKubeApi
+from tests.fakes.tcp_proxy import TcpProxy
+from tests.fleet import RECHECK_AT, SWEEP_AT, TELEMETRY_END, TELEMETRY_START, fleet_openmetrics
+from tests.prometheus_server import running_prometheus
+from tests.test_approvals import DEMO
+from tests.test_report_cli import SPOT_NODE
+from tests.test_usage_prometheus import PRICES, TEAMS, usage_openmetrics
+
+# --- the config ------------------------------------------------------------------------------------
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "bot.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_clusters_resolve_to_their_api_servers_and_telemetry(tmp_path):
+    s = load_settings(_write(tmp_path, """
+prometheus: {url: "http://thanos-query.monitoring:9090", headers: {X-Scope-OrgID: gpu}}
+clusters:
+  - name: gpu-east
+    kubernetes: {in_cluster: true}
+  - name: gpu-west
+    kubernetes: {context: gpu-west, kubeconfig: /etc/bot/kubeconfig}
+    prometheus: {url: "http://prometheus.gpu-west.example:9090"}
+  - name: gpu-lab
+    kubernetes: {context: lab}
+    prometheus: {cluster_label: k8s_cluster, cluster_value: lab-01}
+"""))
+    east, west, lab = s.cluster_targets()
+    # A shared endpoint: the top-level URL, every query matching cluster="gpu-east".
+    assert (east.name, east.kubeconfig, east.context) == ("gpu-east", None, None)
+    assert (east.prometheus_url, east.scope) == ("http://thanos-query.monitoring:9090", ("cluster", "gpu-east"))
+    assert east.headers == {"X-Scope-OrgID": "gpu"}
+    # Its own Prometheus: nothing to match.
+    assert (west.context, west.kubeconfig, west.prometheus_url, west.scope) == (
+        "gpu-west", "/etc/bot/kubeconfig", "http://prometheus.gpu-west.example:9090", None)
+    assert lab.scope == ("k8s_cluster", "lab-01")
+
+
+def test_without_clusters_the_one_cluster_is_named_by_cluster_name_and_queried_as_before(tmp_path):
+    s = load_settings(_write(tmp_path, "cluster_name: gpu-main\nkubernetes: {context: main}\n"))
+    (only,) = s.cluster_targets()
+    assert (only.name, only.context, only.scope) == ("gpu-main", "main", None)
+    assert load_settings(_write(tmp_path, "dry_run: true\n")).cluster_name == "default"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("clusters:\n  - {name: a, kubernetes: {context: a}}\n  - {name: a, kubernetes: {context: b}}\n",
+     "cluster name(s) ['a'] are listed more than once"),
+    ("clusters:\n  - {name: a, kubernetes: {in_cluster: true}}\n  - {name: b, kubernetes: {in_cluster: true}}\n",
+     "clusters ['a', 'b'] all say in_cluster: true"),
+    ("clusters:\n  - {name: a, kubernetes: {}}\n",
+     "say how to reach this cluster's API server: kubernetes: {context: gpu-west}"),
+    ("clusters:\n  - {name: a, kubernetes: {in_cluster: true, context: a}}\n",
+     "in_cluster and kubeconfig/context exclude each other"),
+    ("clusters:\n  - {name: Gpu_East, kubernetes: {context: a}}\n", "clusters.0.name (line 2)"),
+    ("clusters:\n  - {name: a, kubernetes: {context: a}, prometheus: {url: 'prom:9090'}}\n",
+     "'prom:9090' is not an http(s) URL; write it like http://prometheus.gpu-west.example:9090"),
+    ("clusters:\n  - {name: a, kubernetes: {context: a}, prometheus: {cluster_label: 'k8s-cluster'}}\n",
+     "'k8s-cluster' is not a Prometheus label name"),
+    ("clusters:\n  - {name: a, kubernetes: {context: a}, promethus: {}}\n",
+     "clusters.0.promethus (line 2): unknown setting; did you mean 'prometheus'?"),
+    ("cluster_name: 'GPU east'\n", "'GPU east' is not a cluster name: lower-case letters, digits and '-', e.g. gpu-east"),
+])
+def test_a_bad_clusters_section_says_what_to_write(tmp_path, text, expected):
+    with pytest.raises(ConfigError) as e:
+        load_settings(_write(tmp_path, text))
+    assert expected in str(e.value)
+
+
+def test_the_readme_example_loads(tmp_path):
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("### Many clusters", 1)[1]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    names = [t.name for t in load_settings(_write(tmp_path, example)).cluster_targets()]
+    assert names == ["gpu-east", "gpu-west", "lab"]
+
+
+# --- PromQL narrowed to one cluster --------------------------------------------------------------
+
+
+def test_every_selector_gets_the_cluster_matcher_and_strings_are_left_alone():
+    q = ('label_replace(max by (pod) (max_over_time(DCGM_FI_DEV_GPU_UTIL{pod!=""}[1h])), '
+         '"engine_signal", "DCGM_FI_DEV_GPU_UTIL", "", "") or on (node) kube_node_labels '
+         'or count by (__name__) ({__name__=~"kube_pod_info|DCGM_FI_DEV_POWER_USAGE"})')
+    assert scoped(q, "cluster", "gpu-east") == (
+        'label_replace(max by (pod) (max_over_time(DCGM_FI_DEV_GPU_UTIL{cluster="gpu-east",pod!=""}[1h])), '
+        '"engine_signal", "DCGM_FI_DEV_GPU_UTIL", "", "") or on (node) kube_node_labels{cluster="gpu-east"} '
+        'or count by (__name__) ({cluster="gpu-east",__name__=~"kube_pod_info|DCGM_FI_DEV_POWER_USAGE"})')
+    # label_kube_x is a label name, not a selector
+    assert scoped("max by (label_kube_x) (kueue_pending_workloads)", "c", "a\"b") == (
+        'max by (label_kube_x) (kueue_pending_workloads{c="a\\"b"})')
+
+
+def test_a_bad_scope_label_fails_when_the_api_is_built():
+    with pytest.raises(ValueError, match="'k8s-cluster' is not a Prometheus label name"):
+        PrometheusApi("http://127.0.0.1:1", scope=("k8s-cluster", "east"))
+
+
+# --- the fleet's arithmetic ---------------------------------------------------------------------
+
+
+def _team_report(team, hours, cost, idle_hours, spot_ratio, consumer):
+    start, end = datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 11, 2, tzinfo=UTC)
+    line = FlavorLine("H100", "spot", hours, cost / hours, cost, idle_hours, idle_hours * cost / hours, "config override")
+    return TeamReport(
+        team, start, end, hours, cost, idle_hours, idle_hours * cost / hours, (hours - idle_hours) / hours, spot_ratio,
+        by_flavor=(line,), top_consumers=(Consumer("Notebook", "ml", consumer, hours, cost, idle_hours, idle_hours / hours),),
+        daily=(DailyCost(start.date(), {"spot": cost}, idle_hours * cost / hours),), namespaces=("ml",),
+    )
+
+
+def test_fleet_totals_add_up_and_ratios_are_weighted_by_gpu_hours():
+    start, end = datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 11, 2, tzinfo=UTC)
+    east = CostReport(start, end, {"ml": _team_report("ml", 30, 75.0, 10, 1.0, "nb")}, notes=("Idle: ...",))
+    west = CostReport(start, end, {"ml": _team_report("ml", 10, 25.0, 0, 0.0, "nb")}, notes=("Idle: ...", "west only"))
+    report = fleet_report({"east": east, "west": west}, {"north": "TelemetryError: refused"}, start, end, 5)
+    ml = report.fleet.teams["ml"]
+    assert (ml.gpu_hours, ml.cost_usd, ml.idle_gpu_hours) == (40, 100.0, 10)
+    assert ml.efficiency == pytest.approx(30 / 40) and ml.spot_ratio == pytest.approx(30 / 40)
+    # One price, one line; the same notebook in two clusters is two consumers, each named by cluster.
+    assert [(f.gpu_hours, f.cost_usd) for f in ml.by_flavor] == [(40, 100.0)]
+    assert [c.namespace for c in ml.top_consumers] == ["east:ml", "west:ml"]
+    assert [(d.cost_usd, d.idle_cost_usd) for d in ml.daily] == [(100.0, 25.0)]
+    assert report.fleet.notes == ("Idle: ...", "west: west only")
+    assert report.fleet.warnings == ("north: no report, its figures are not in the totals (TelemetryError: refused)",)
+    assert [(t.cluster, t.cost_usd, t.error) for t in report.totals()] == [
+        ("east", 75.0, None), ("west", 25.0, None), ("north", 0.0, "TelemetryError: refused")]
+
+
+def test_only_the_first_clusters_keys_keep_their_form():
+    assert cluster_key("idle-notebook/ml/nb", "east", first=True) == "idle-notebook/ml/nb"
+    assert cluster_key("idle-notebook/ml/nb", "west", first=False) == "west:idle-notebook/ml/nb"
+
+
+# --- two clusters end to end -----------------------------------------------------------------------
+
+UTC = timezone.utc
+APPROVER = "U0APPROVER"
+KEY = "idle-notebook/ml-research/llm-explore"
+
+
+def with_clusters(text: str, clusters: Mapping[str, Callable[[str], bool]]) -> str:
+    """The OpenMetrics ``text`` once per cluster: every sample it keeps (``keep(line)``) gains
+    ``cluster="<name>"``, as a Thanos/Mimir query endpoint shows each Prometheus's external label.
+    Families keep their headers; each cluster's series follow one another inside a family."""
+    groups: list[tuple[list[str], list[str]]] = []
+    for line in text.splitlines():
+        if line == "# EOF":
+            continue
+        if line.startswith("#"):
+            if not groups or groups[-1][1]:
+                groups.append(([], []))
+            groups[-1][0].append(line)
+        else:
+            groups[-1][1].append(line)
+    out: list[str] = []
+    for header, samples in groups:
+        out += header
+        for name, keep in clusters.items():
+            out += [s.replace("{", f'{{cluster="{name}",', 1) for s in samples if keep(s)]
+    return "\n".join(out + ["# EOF"]) + "\n"
+
+
+def _busy_llm_explore(line: str) -> str:
+    # The lab cluster's llm-explore-0 is busy: GPU_UTIL 90% (its power stays as in the trace).
+    if line.startswith("DCGM_FI_DEV_GPU_UTIL{") and 'pod="llm-explore-0"' in line:
+        labels, _, ts = line.rsplit(" ", 2)
+        return f"{labels} 90 {ts}"
+    return line
+
+
+@pytest.fixture(scope="module")
+def shared_endpoint(tmp_path_factory):
+    """A real Prometheus holding the test fleet's DCGM series three times over, labelled
+    cluster="east", "west" (both as recorded) and "lab" (llm-explore-0 busy)."""
+    fleet = fleet_openmetrics(TELEMETRY_START, TELEMETRY_END)
+    lab = "\n".join(_busy_llm_explore(line) for line in fleet.splitlines()) + "\n"
+    text = with_clusters(fleet, {"east": lambda s: True, "west": lambda s: True})
+    lab_only = with_clusters(lab, {"lab": lambda s: True})
+    # One file: the lab's families appended after the others' (promtool reads series, not files).
+    combined = text.replace("# EOF\n", "") + lab_only
+    with running_prometheus(combined, tmp_path_factory.mktemp("clusters-prometheus")) as url:
+        yield url
+
+
+def test_each_cluster_sees_only_its_own_series_behind_the_shared_endpoint(shared_endpoint):
+    def llm_explore(scope):
+        snap = PrometheusTelemetry(shared_endpoint, scope=scope).fetch(SWEEP_AT, Policy())
+        return [g for g in snap.gpus if g.pod == "llm-explore-0"]
+
+    (east,) = llm_explore(("cluster", "east"))
+    (lab,) = llm_explore(("cluster", "lab"))
+    assert east.peak_engine_pct == 0 and lab.peak_engine_pct == 90
+    # Unscoped, the endpoint mixes the clusters: the same pod's GPU from three sources.
+    assert max(g.peak_engine_pct for g in llm_explore(None)) == 90
+
+
+def _kubeconfig(path: Path, servers: Mapping[str, str]) -> Path:
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": next(iter(servers)),
+        "clusters": [{"name": n, "cluster": {"server": url}} for n, url in servers.items()],
+        "users": [{"name": "bot", "user": {"token": "test-token"}}],
+        "contexts": [{"name": n, "context": {"cluster": n, "user": "bot"}} for n in servers],
+    }))
+    return path
+
+
+def _fleet_config(tmp_path: Path, prometheus_url: str, kubeconfig: Path, names: Sequence[str]) -> Path:
+    return _write(tmp_path, yaml.safe_dump({
+        "dry_run": False,
+        "database_url": f"sqlite:///{tmp_path / 'bot.db'}",
+        "prometheus": {"url": prometheus_url},
+        "kubernetes": {"timeout_seconds": 5},
+        "teams": [{"name": "research", "namespaces": ["ml-research"], "channel": "C0RESEARCH", "approvers": [APPROVER]}],
+        "clusters": [{"name": n, "kubernetes": {"context": n, "kubeconfig": str(kubeconfig)}} for n in names],
+    }))
+
+
+class Clock:
+    def __init__(self, now: datetime):
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def two_clusters(tmp_path, shared_endpoint):
+    """The bot as `gpu-cost-bot run` assembles it for clusters east and west: two wire-level API
+    servers holding the demo cluster, one shared Prometheus, SQLite, the console chat."""
+    data = (DEMO / "cluster.json").read_bytes()
+    with FakeKubeApi.from_list_json(data) as east, FakeKubeApi.from_list_json(data) as west:
+        # West is reached through a proxy a test can cut: its API server then refuses and resets.
+        proxy = TcpProxy(("127.0.0.1", int(west.url.rsplit(":", 1)[1])))
+        kubeconfig = _kubeconfig(tmp_path / "kubeconfig", {"east": east.url, "west": f"http://127.0.0.1:{proxy.port}"})
+        config = _fleet_config(tmp_path, shared_endpoint, kubeconfig, ["east", "west"])
+        settings = load_settings(config)
+        clock = Clock(SWEEP_AT)
+        metrics = BotMetrics(CollectorRegistry())
+        out = io.StringIO()
+        rt = build_runtime(settings, chat=ConsoleChat(out), clock=clock, metrics=metrics)
+        try:
+            yield SimpleNamespace(
+                rt=rt, east=east, west=west, clock=clock, metrics=metrics, out=out, west_link=proxy, settings=settings,
+                settings_path=config,
+            )
+        finally:
+            proxy.close()
+
+
+def _requests(rt):
+    return {(r.cluster, r.key): r for r in rt.store.list_requests()}
+
+
+def test_findings_are_per_cluster_and_act_on_their_own_cluster(two_clusters):
+    rt, east, west, clock, out = (getattr(two_clusters, k) for k in ("rt", "east", "west", "clock", "out"))
+    outcome = sweep_for(rt).run(SWEEP_AT)
+    assert outcome.counts["proposed"] == 2
+    reqs = _requests(rt)
+    # The first cluster's key keeps the form of a bot of one cluster; the other's says its cluster.
+    assert set(reqs) == {("east", KEY), ("west", f"west:{KEY}")}
+    assert json.loads(reqs[("west", f"west:{KEY}")].finding_json)["cluster"] == "west"
+    assert "cluster west" in out.getvalue()
+
+    west_req = reqs[("west", f"west:{KEY}")]
+    clock.now = RECHECK_AT
+    east.clear_requests()
+    result = Approvals(rt).approve(west_req.id, APPROVER)
+    assert result.ok, result.text
+    assert rt.store.get(west_req.id).state == "done"
+    # Stopped in west only: the Notebook's annotation there, and no write reached east.
+    assert "kubeflow-resource-stopped" in west.get("Notebook", "ml-research", "llm-explore")["metadata"]["annotations"]
+    assert "kubeflow-resource-stopped" not in (east.get("Notebook", "ml-research", "llm-explore")["metadata"].get("annotations") or {})
+    assert [r.method for r in east.requests if r.method != "GET"] == []
+
+
+def test_one_cluster_down_does_not_stop_the_other_and_its_requests_stay_open(two_clusters):
+    rt, clock, metrics = two_clusters.rt, two_clusters.clock, two_clusters.metrics
+    sweep_for(rt).run(SWEEP_AT)
+    two_clusters.west_link.cut()
+    # Past the requests' 24 h TTL: east's expires as usual, west's is unknown, so it stays.
+    later = SWEEP_AT + timedelta(hours=25)
+    clock.now = later
+    outcome = sweep_for(rt).run(later)
+    reqs = _requests(rt)
+    assert reqs[("east", KEY)].state == "expired"
+    assert reqs[("west", f"west:{KEY}")].state == "proposed"
+    assert rt.unreachable.keys() == {"west"}
+    assert any(w.startswith("west: not swept") for w in outcome.warnings)
+    assert metrics.registry.get_sample_value("gpu_cost_bot_cluster_sweep_failures_total", {"cluster": "west"}) == 1
+    assert metrics.registry.get_sample_value("gpu_cost_bot_cluster_sweep_failures_total", {"cluster": "east"}) in (None, 0)
+
+    # The digest names the cluster that was not swept (Monday 09:00, the default digest_cron).
+    monday = datetime(2026, 11, 23, 9, 5, tzinfo=UTC)
+    two_clusters.out.seek(0)
+    two_clusters.out.truncate()
+    results = digests_for(rt, two_clusters.settings, holder="test").run(monday)
+    assert [r.outcome for r in results] == ["sent"]
+    digest = two_clusters.out.getvalue()
+    assert "Not swept for idle GPUs at the last sweep, could not be reached: west (ClusterReadError: " in digest
+    assert "east" not in digest.split("could not be reached:")[1]
+
+    # Reachable again: west is swept, and its request, past its TTL, now expires like any other.
+    two_clusters.west_link.heal()
+    clock.now = later + timedelta(minutes=15)
+    sweep_for(rt).run(clock.now)
+    assert rt.unreachable == {}
+    assert _requests(rt)[("west", f"west:{KEY}")].state == "expired"
+
+
+# --- reports per cluster and for the fleet ---------------------------------------------------------
+
+runner = CliRunner()
+REPORT_AT = "2026-11-21T00:00:00Z"
+# West runs only research's notebook (720 GPU-hours, $4,953.60) and vision's A100 job (312 GPU-hours
+# at $3.06 = $954.72), as worked out in test_usage_prometheus.
+WEST_NAMESPACES = ('namespace="vision"', 'namespace="ml-research"')
+
+
+def _west_keeps(line: str) -> bool:
+    return "namespace=" not in line or any(ns in line for ns in WEST_NAMESPACES)
+
+
+@pytest.fixture(scope="module")
+def usage_endpoint(tmp_path_factory):
+    """A real Prometheus with 30 days of kube-state-metrics and DCGM history
+    (tests/test_usage_prometheus.py) for cluster="east", and the vision team's share of it for
+    cluster="west"."""
+    text = with_clusters(usage_openmetrics(), {"east": lambda s: True, "west": _west_keeps})
+    with running_prometheus(text, tmp_path_factory.mktemp("clusters-usage")) as url:
+        yield url
+
+
+@pytest.fixture
+def report_config(tmp_path, usage_endpoint):
+    """A config of clusters east and west over the shared usage endpoint; east's API server holds
+    the node whose capacity type kube_node_labels lacks (spot)."""
+    east_items = json.dumps({"apiVersion": "v1", "kind": "List", "items": [SPOT_NODE]}).encode()
+    west_items = json.dumps({"apiVersion": "v1", "kind": "List", "items": []}).encode()
+    with FakeKubeApi.from_list_json(east_items) as east, FakeKubeApi.from_list_json(west_items) as west:
+        kubeconfig = _kubeconfig(tmp_path / "kubeconfig", {"east": east.url, "west": west.url})
+        cfg = {
+            "database_url": f"sqlite:///{tmp_path / 'bot.db'}",
+            "prometheus": {"url": usage_endpoint},
+            "teams": [{"name": t.name, "namespaces": t.namespaces} for t in TEAMS.teams.values()],
+            "prices": PRICES.model_dump(exclude_none=True, exclude={"aws"}),
+            "costs": {"team_label": "team"},
+            "clusters": [{"name": n, "kubernetes": {"context": n, "kubeconfig": str(kubeconfig)}} for n in ("east", "west")],
+        }
+        yield _write(tmp_path, yaml.safe_dump(cfg))
+
+
+def _report(config: Path, *args: str):
+    return runner.invoke(app, ["report", "--config", str(config), "--at", REPORT_AT, "--period", "30d", *args])
+
+
+def _costs(report: dict) -> dict[str, float]:
+    return {name: round(t["cost_usd"], 2) for name, t in report["teams"].items() if t["gpu_hours"]}
+
+
+def test_report_per_cluster_and_for_the_fleet(report_config):
+    east = _report(report_config, "--cluster", "east", "--json")
+    assert east.exit_code == 0, east.output
+    # East alone is the hand-computed report of test_usage_prometheus, platform's node priced as
+    # spot from east's API server ($2.50 x 24 GPU-hours).
+    assert _costs(json.loads(east.stdout)) == {
+        "research": 4953.60, "training": 3225.60, "vision": 954.72, "platform": 60.00, "sandbox": 330.24}
+    west = _report(report_config, "--cluster", "west", "--json")
+    assert west.exit_code == 0, west.output
+    assert _costs(json.loads(west.stdout)) == {"research": 4953.60, "vision": 954.72}
+
+    fleet = _report(report_config, "--json")
+    assert fleet.exit_code == 0, fleet.output
+    data = json.loads(fleet.stdout)
+    assert _costs(data) == {
+        "research": 9907.20, "training": 3225.60, "vision": 1909.44, "platform": 60.00, "sandbox": 330.24}
+    by_cluster = {c["cluster"]: (round(c["gpu_hours"], 6), round(c["cost_usd"], 2)) for c in data["clusters"]}
+    east_hours = 312 + 720 + 1080 + 24 + 48
+    assert by_cluster == {"east": (east_hours, 9524.16), "west": (312 + 720, 5908.32)}
+
+    text = _report(report_config)
+    assert text.exit_code == 0, text.output
+    assert "GPU cost by team, all clusters" in text.stdout and "By cluster" in text.stdout
+    assert "fleet" in text.stdout and "$15,432.48" in text.stdout  # 9,524.16 + 5,908.32
+
+
+def test_report_names_an_unknown_cluster_and_the_known_ones(report_config):
+    result = _report(report_config, "--cluster", "gpu-north")
+    assert result.exit_code == 2
+    assert "no cluster 'gpu-north'; the clusters are east, west" in result.output
+
+
+def test_gpu_cost_per_cluster_and_fleet_in_chat(report_config):
+    rt = build_runtime(load_settings(report_config), chat=ConsoleChat(io.StringIO()),
+                       clock=lambda: datetime(2026, 11, 21, tzinfo=UTC))
+
+    def cost(text):
+        return dispatch(text, CommandContext(user="U0ANY", prices=rt.prices, rt=rt, channel="C0ANY"))
+
+    west = to_text(cost("cost vision 30d --cluster west").message)
+    assert "$954.72" in west
+    fleet = to_text(cost("cost 30d").message)
+    assert "all clusters" in fleet and "$1,909.44" in fleet and "$15,432.48" in fleet
+    bad = cost("cost --cluster")
+    assert bad.ephemeral and "--cluster` needs a cluster's name" in to_text(bad.message)
+    unknown = to_text(cost("cost 30d --cluster=gpu-north").message)
+    assert "no cluster 'gpu-north'; the clusters are east, west" in unknown and "/gpu cost 30d --cluster gpu-west" in unknown
+
+
+def test_sweep_json_and_check_connect_go_through_every_cluster(two_clusters):
+    config = two_clusters.settings_path
+    swept = runner.invoke(app, ["sweep", "--once", "--json", "--config", str(config), "--at", "2026-11-20T12:00:00Z"])
+    assert swept.exit_code == 0, swept.output
+    found = json.loads(swept.stdout)["findings"]
+    assert sorted((f["cluster"], f["key"]) for f in found) == [("east", KEY), ("west", f"west:{KEY}")]
+
+    checked = runner.invoke(app, ["check", "--connect", "--config", str(config)])
+    lines = checked.stdout.splitlines()
+    east_prom = next(line for line in lines if line.startswith("cluster east: Prometheus at "))
+    assert "(cluster='east'): DCGM 0 DCGM_FI_PROF_GR_ENGINE_ACTIVE" in east_prom
+    assert any(line.startswith("cluster west: Kubernetes API: http://127.0.0.1:") and "3 GPU node(s)" in line for line in lines)
+
+    two_clusters.west_link.cut()
+    swept = runner.invoke(app, ["sweep", "--once", "--json", "--config", str(config), "--at", "2026-11-20T12:00:00Z"])
+    assert swept.exit_code == 3, swept.output  # answered, but west is missing
+    answer = json.loads(swept.stdout)
+    assert [f["cluster"] for f in answer["findings"]] == ["east"]
+    assert any(w.startswith("west: not swept, its API server or telemetry could not be read") for w in answer["warnings"])
+    checked = runner.invoke(app, ["check", "--connect", "--config", str(config)])
+    assert checked.exit_code == 1
+    assert any(line.startswith("cluster west: Kubernetes API: FAILED: ") for line in checked.stdout.splitlines())
