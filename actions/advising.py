@@ -28,6 +28,14 @@ class HistorySource(Protocol):
 
 
 @dataclass(frozen=True)
+class AdviceSetup:
+    """Where advice's history comes from and how it is judged."""
+
+    history: HistorySource
+    policy: AdvicePolicy
+
+
+@dataclass(frozen=True)
 class AdviceResult:
     """The recommendations at ``at`` (highest USD per month saved first), what they were made
     from, and ``could_save_usd_per_month`` (USD per month, overlaps counted once:
@@ -42,6 +50,15 @@ class AdviceResult:
     def top(self, n: int) -> tuple[Recommendation, ...]:
         """The ``n`` recommendations saving the most."""
         return self.recommendations[:n]
+
+    def warnings(self) -> tuple[str, ...]:
+        """What the history lacked: consumers without DCGM series in the window."""
+        blind = [u.subject for u in self.usages if u.gpu_hours is None]
+        if not blind:
+            return ()
+        shown = ", ".join(blind[:5]) + (f" and {len(blind) - 5} more" if len(blind) > 5 else "")
+        return (f"{len(blind)} of {len(self.usages)} GPU consumers have no DCGM history in the window ({shown}): "
+                "no advice for them",)
 
 
 def gather_advice(

@@ -27,6 +27,7 @@ import typer
 
 from actions.model import format_time, parse_time, to_jsonable, utc_now
 from bot.chat.failures import UNAVAILABLE, USAGE, explain
+from bot.cli_advise import advise
 from bot.settings import Settings, load_settings
 from bot.settings.model import http_url
 
@@ -410,6 +411,8 @@ def _main(
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
 
+
+app.command(name="advise")(advise)
 
 # Every command speaks in words and exit codes, never a traceback (see the module docstring).
 for _command in app.registered_commands:

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 
 from apscheduler.triggers.interval import IntervalTrigger
 
+from actions.advising import AdviceSetup
 from actions.detection import Detection
 from actions.executors import KubernetesWriter, RoutingWriter
 from actions.executors.jupyterhub import HubClient, HubWriter
@@ -25,7 +26,8 @@ from actions.model import utc_now
 from actions.reporting import CostSetup
 from actions.sources.kubectl_dump import read_kubectl_dump
 from actions.sources.kubernetes import KubernetesSource, load_kube_config
-from actions.sources.prometheus import PrometheusTelemetry
+from actions.sources.prometheus import PrometheusApi, PrometheusTelemetry
+from actions.sources.prometheus_advice import AdviceHistorySource
 from actions.sources.prometheus_kueue import KueueMetrics
 from actions.sources.prometheus_usage import PrometheusUsage
 from actions.sources.recorded import RecordedTelemetry
@@ -96,6 +98,14 @@ def cost_setup(settings: Settings) -> CostSetup:
         timezone=settings.costs.timezone,
         spot_ratio_target=settings.alerts.spot_ratio_target,
     )
+
+
+def advice_setup(settings: Settings) -> AdviceSetup:
+    """Advice history from the configured Prometheus (7 and 30 days of DCGM series are heavy
+    queries: ``costs.query_timeout_seconds`` bounds them), judged by the ``advice`` settings."""
+    p = _prometheus(settings)
+    api = PrometheusApi(p["url"], p["headers"], verify_tls=p["verify_tls"], timeout_seconds=settings.costs.query_timeout_seconds)
+    return AdviceSetup(AdviceHistorySource(api), settings.advice)
 
 
 def hub_writer(settings: Settings) -> HubWriter | None:
@@ -170,6 +180,7 @@ def build_runtime(
         group_members=group_members or (lambda group: set()),
         metrics=metrics,
         costs=cost_setup(settings),
+        advice_setup=advice_setup(settings),
         timeouts=ActionTimeouts(
             recheck=settings.actions.recheck_timeout_seconds,
             # The writer's GET and PATCH, each bounded by the timeout, up to three times on conflicts.

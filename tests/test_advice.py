@@ -6,6 +6,7 @@ feed, 2026-08-10) = $2.4367 per GPU-hour to 4 decimals."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -135,3 +136,97 @@ def test_advice_is_sorted_by_saving_and_the_total_counts_each_consumer_once(resu
     assert savings == sorted(savings, reverse=True)
     # notebook MIG 4,304.91 + sweep 30,134.40 + pretrain spot 25,000.46 + steady commitment 32,143.36
     assert result.could_save_usd_per_month == pytest.approx(4304.91 + 30134.40 + 25000.46 + 32143.36)
+
+
+# --- where people see it: the CLI and /gpu advise ---------------------------------------------
+
+
+CONFIG = """\
+teams:
+  - {name: research, namespaces: [research]}
+  - {name: serving, namespaces: [serving]}
+  - {name: steady, namespaces: [steady]}
+  - {name: swing, namespaces: [swing]}
+advice:
+  commitment_rates:
+    H100: {usd_per_gpu_hour: 4.128, term: "1 year, no upfront", source: "test figure: 40% under p5.48xlarge on-demand", as_of: "2026-11-23"}
+"""
+
+
+@pytest.fixture()
+def cli_files(tmp_path):
+    config, dump = tmp_path / "bot.yaml", tmp_path / "cluster.json"
+    config.write_text(CONFIG)
+    dump.write_bytes(cluster_json())
+    return config, dump
+
+
+def test_the_cli_prints_the_advice_as_json_sorted_by_saving(advice_prometheus, cli_files):
+    from typer.testing import CliRunner
+
+    from bot.cli import app
+
+    config, dump = cli_files
+    out = CliRunner().invoke(app, ["advise", "--json", "--config", str(config), "--prometheus-url", advice_prometheus,
+                                   "--cluster-state", str(dump), "--at", "2026-11-30T00:30:00Z"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.stdout)
+    assert [(a["kind"], a["saving_usd_per_month"]) for a in data["advice"]] == [
+        ("commitment", 32143.36), ("fewer-gpus", 30134.40), ("spot", 25000.46), ("mig", 4304.91)]
+    assert data["could_save_usd_per_month"] == 91583.13
+    mig = data["advice"][3]
+    assert mig["evidence"]["peak DCGM_FI_DEV_GPU_UTIL"] == "9.0%"
+    assert mig["prices"][0]["as_of"] == "2026-07-20" and len(mig["fingerprint"]) == 16
+
+
+def test_the_cli_for_one_team_prints_text_and_refuses_a_bad_time(advice_prometheus, cli_files):
+    from typer.testing import CliRunner
+
+    from bot.cli import app
+
+    config, dump = cli_files
+    base = ["advise", "--config", str(config), "--prometheus-url", advice_prometheus, "--cluster-state", str(dump)]
+    out = CliRunner().invoke(app, [*base, "--team", "steady", "--at", "2026-11-30T00:30:00Z"])
+    assert out.exit_code == 0, out.output
+    assert "could save $32,143.36/month" in out.stdout and "commit to 16 H100 GPUs for team steady" in out.stdout
+    assert "research" not in out.stdout
+    bad = CliRunner().invoke(app, [*base, "--at", "yesterday"])
+    assert bad.exit_code == 2 and "2026-11-30T00:30:00Z" in bad.output
+    unknown = CliRunner().invoke(app, [*base, "--team", "nobody", "--at", "2026-11-30T00:30:00Z"])
+    assert unknown.exit_code == 2 and "teams: research, serving, steady, swing" in unknown.output
+
+
+def _runtime(url: str):
+    from actions.advising import AdviceSetup
+    from actions.in_memory_cluster import InMemoryCluster
+    from bot.chat.runtime import Runtime
+
+    return Runtime(
+        store=None, chat=None, telemetry=None, writer=None,  # type: ignore[arg-type] - advice reads only
+        cluster=InMemoryCluster.from_kubectl_dump(cluster_json()), prices=PriceBook(PriceCatalog.bundled()),
+        teams=TEAMS, policy=Policy(), dry_run=True, clock=lambda: ADVISE_AT,
+        advice_setup=AdviceSetup(AdviceHistorySource(PrometheusApi(url)), POLICY),
+    )
+
+
+def _text(reply) -> str:
+    parts = [reply.message.text]
+    for b in reply.message.blocks:
+        if "text" in b:
+            parts.append(b["text"]["text"])
+        parts += [e.get("text", "") for e in b.get("elements", [])]
+    return "\n".join(parts)
+
+
+def test_slash_gpu_advise_for_a_team_shows_each_advice_with_evidence_and_prices(advice_prometheus):
+    from bot.chat.commands import CommandContext, dispatch
+
+    rt = _runtime(advice_prometheus)
+    text = _text(dispatch("advise research", CommandContext(user="U1", prices=rt.prices, rt=rt)))
+    assert "GPU advice for team research: could save $59,439.77/month" in text  # 30,134.40 + 25,000.46 + 4,304.91
+    assert text.index("Fewer GPUs") < text.index("Spot") < text.index("MIG profile")
+    assert "MIG 1g.10gb" in text and "peak framebuffer used (DCGM_FI_DEV_FB_USED) 6.0 GiB (6,144 MiB)" in text
+    assert "spot bundled catalog: AWS EC2 spot price" in text and "as of 2026-08-10" in text
+    assert "steady" not in text
+    wrong = _text(dispatch("advise research serving", CommandContext(user="U1", prices=rt.prices, rt=rt)))
+    assert "takes at most one team name" in wrong and "/gpu advise research" in wrong

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from actions.advising import AdviceResult, AdviceSetup, gather_advice
 from actions.cost import CostReport
 from actions.detection import Detection, detect
 from actions.executors import ClusterWriter
@@ -104,6 +105,7 @@ class Runtime:
     inflight: ActionsInFlight = field(default_factory=ActionsInFlight)
     costs: CostSetup | None = None
     timeouts: ActionTimeouts = field(default_factory=ActionTimeouts)
+    advice_setup: AdviceSetup | None = None
     # Callers asking for the same period at once (ten people typing /gpu cost) share one report,
     # also those whose command waited in the queue while it was computed.
     _reports: SingleFlight[CostReport] = field(default_factory=lambda: SingleFlight(keep_seconds=60), repr=False)
@@ -129,6 +131,14 @@ class Runtime:
         """The idle findings at ``now`` (:meth:`detection`), as the re-check right before acting
         reads them. Raises what the sources raise."""
         return self.detection(now).findings
+
+    def advice(self, now: datetime, team: str | None = None) -> AdviceResult:
+        """Advice at ``now`` (only ``team``'s when given) from the cluster and the history source.
+        Raises ReportUnavailable without an advice setup, and what the sources raise."""
+        if self.advice_setup is None:
+            raise ReportUnavailable("this bot was started without a Prometheus for advice history")
+        setup = self.advice_setup
+        return gather_advice(self.snapshot(now), setup.history, self.prices, self.policy, setup.policy, self.teams, now, team=team)
 
     def open_request_ids(self) -> dict[str, int]:
         """Finding key -> id of its ActionRequest awaiting approval."""
