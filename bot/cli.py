@@ -27,7 +27,7 @@ import typer
 
 from actions.model import format_time, parse_time, to_jsonable, utc_now
 from bot.chat.failures import UNAVAILABLE, USAGE, explain
-from bot.cli_advise import advise
+from bot.cli_advise import advice_for_report, advise
 from bot.settings import Settings, load_settings
 from bot.settings.model import http_url
 
@@ -330,16 +330,19 @@ def report(
         chosen = dataclasses.replace(chosen, notes=chosen.notes + built.notes)
     if png is not None:
         cost_chart_png(chosen or built, png)
+    warnings = list(built.warnings)
     if as_json:
         data = report_jsonable(chosen or built)
-        data["warnings"] = list(built.warnings)
+        advice, advice_warnings = advice_for_report(s, cluster_state, end, team)
+        warnings += advice_warnings
+        data.update(advice, warnings=warnings)
         typer.echo(json.dumps(data, indent=2))
     elif chosen is not None:
         typer.echo(to_text(team_message(chosen, spot_ratio_target=setup.spot_ratio_target)))
     else:
         typer.echo(to_text(all_teams_message(built)))
-    _warn(built.warnings)
-    if built.warnings:
+    _warn(warnings)
+    if warnings:
         raise typer.Exit(INCOMPLETE)
 
 

@@ -16,6 +16,30 @@ from bot.settings.model import http_url
 INCOMPLETE = 3
 
 
+def advice_for_report(settings, cluster_state: Optional[Path], at, team: Optional[str]) -> tuple[dict, list[str]]:
+    """``report --json``'s ``advice`` (list) and ``could_save_usd_per_month`` at the period's
+    end, and the warnings to add; a source that fails makes ``advice`` null and says why in a
+    warning, never a failed report."""
+    from actions.advice import recommendation_to_jsonable
+    from actions.advising import gather_advice
+    from bot.chat.failures import explain
+    from bot.jobs.prices import price_book
+    from bot.wiring import advice_setup, cluster_access
+
+    try:
+        snapshot = cluster_access(settings, cluster_state)[0].snapshot(at)
+        setup = advice_setup(settings)
+        result = gather_advice(snapshot, setup.history, price_book(settings), settings.policy, setup.policy,
+                               settings.team_directory(), at, team=team)
+    except Exception as e:  # noqa: BLE001 - the report stands without its advice
+        return {"advice": None, "could_save_usd_per_month": None}, [f"advice not computed: {explain(e).message}"]
+    data = {
+        "advice": [recommendation_to_jsonable(r) for r in result.recommendations],
+        "could_save_usd_per_month": result.could_save_usd_per_month,
+    }
+    return data, list(result.warnings())
+
+
 def advise(
     team: Optional[str] = typer.Option(None, "--team", "-t", help="one team's advice (default: every team)"),
     as_json: bool = typer.Option(False, "--json", help="print the advice as JSON"),

@@ -226,6 +226,7 @@ def digests_for(rt: Runtime, settings: Settings, *, holder: str | None = None) -
     return digests.DigestsJob(
         store=rt.store, chat=rt.chat, settings=settings, reports=rt.cost_report,
         holder=holder or replica_identity(settings.leader_election), clock=rt.clock,
+        advice=rt.advice if rt.advice_setup is not None else None,
     )
 
 

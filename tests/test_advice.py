@@ -19,6 +19,7 @@ from actions.sources.kubectl_dump import snapshot_from_kubectl_dump
 from actions.sources.prometheus import PrometheusApi
 from actions.sources.prometheus_advice import AdviceHistorySource
 from tests.advice_fleet import ADVISE_AT, cluster_json, openmetrics
+from tests.databases import *  # noqa: F403 - the store fixture and what it needs
 from tests.prometheus_server import shared_prometheus
 
 # A committed rate for the test: 40% under the on-demand list price, as a 1-year plan might be.
@@ -230,3 +231,55 @@ def test_slash_gpu_advise_for_a_team_shows_each_advice_with_evidence_and_prices(
     assert "steady" not in text
     wrong = _text(dispatch("advise research serving", CommandContext(user="U1", prices=rt.prices, rt=rt)))
     assert "takes at most one team name" in wrong and "/gpu advise research" in wrong
+
+
+def test_the_weekly_digest_gains_a_could_save_section_with_the_top_three_and_the_total(advice_prometheus, store):
+    import io
+
+    from actions.cost import TeamReport
+    from bot.chat.console import ConsoleChat
+    from bot.jobs.digests import DigestsJob
+    from bot.settings.model import Settings
+
+    # The digest fires at ADVISE_AT (Monday 00:30 UTC) so the week of advice ends with the data.
+    settings = Settings.model_validate({
+        "teams": [{"name": "research", "namespaces": ["research"], "channel": "C0RESEARCH"}],
+        "costs": {"digest_cron": "30 0 * * mon"},
+    })
+    rt = _runtime(advice_prometheus)
+    out = io.StringIO()
+
+    def reports(start, end):
+        from actions.cost import CostReport
+
+        return CostReport(start, end, {"research": TeamReport("research", start, end, 0.0, 0.0, 0.0, 0.0, None, None)})
+
+    job = DigestsJob(store, ConsoleChat(out, clock=lambda: ADVISE_AT), settings, reports, "test", clock=lambda: ADVISE_AT,
+                     advice=rt.advice)
+    results = job.run(ADVISE_AT)
+    assert [r.outcome for r in results] == ["sent"]
+    text = out.getvalue()
+    # research: fewer GPUs 30,134.40 + spot 25,000.46 + MIG 4,304.91 = 59,439.77, its top three.
+    assert "Could save $59,439.77/month" in text
+    assert "give Job research/sweep 2 GPUs instead of 8: saves $30,134.40/month" in text
+    assert "saves $25,000.46/month" in text and "saves $4,304.91/month" in text
+    assert "steady" not in text
+
+
+def test_report_json_gains_the_advice_and_what_it_could_save(advice_prometheus, cli_files):
+    from typer.testing import CliRunner
+
+    from bot.cli import app
+
+    config, dump = cli_files
+    out = CliRunner().invoke(app, ["report", "--json", "--period", "7d", "--config", str(config), "--prometheus-url",
+                                   advice_prometheus, "--cluster-state", str(dump), "--at", "2026-11-30T00:30:00Z"])
+    data = json.loads(out.stdout)
+    # This Prometheus holds DCGM series but no kube-state-metrics: the report says so (exit 3);
+    # the advice, read from DCGM alone, is whole.
+    assert out.exit_code == 3 and any("kube-state-metrics" in w for w in data["warnings"])
+    assert data["could_save_usd_per_month"] == 91583.13
+    assert [a["kind"] for a in data["advice"]] == ["commitment", "fewer-gpus", "spot", "mig"]
+    steady = CliRunner().invoke(app, ["report", "--json", "--team", "steady", "--config", str(config), "--prometheus-url",
+                                      advice_prometheus, "--cluster-state", str(dump), "--at", "2026-11-30T00:30:00Z"])
+    assert json.loads(steady.stdout)["could_save_usd_per_month"] == 32143.36, steady.output
