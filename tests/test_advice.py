@@ -97,6 +97,9 @@ def test_an_on_demand_kueue_training_job_is_advised_spot_at_the_interruption_adj
     assert [p.capacity_type.value for p in r.prices] == ["on-demand", "spot"]
     # All 8 of its GPUs are busy at once: no fewer GPUs.
     assert _usage(result, "pretrain").busy_gpus == 8
+    # Two pods of 8 busy GPUs each: counted together, server-side, as one consumer.
+    serve = _usage(result, "llm-serve")
+    assert (len(serve.pods), serve.whole_gpus, serve.busy_gpus) == (2, 16, 16)
     assert not [x for x in result.recommendations if x.kind == "fewer-gpus" and "pretrain" in x.subject]
 
 
