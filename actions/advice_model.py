@@ -50,7 +50,8 @@ class AdvicePolicy(BaseModel):
     the baseline is 0. ``interruption_hours``/``checkpoint_hours`` price spot when a consumer's
     annotations do not say (REFERENCE: one interruption per 4 h on AWS GPU spot).
     ``commitment_rates`` maps GPU family -> your committed rate. Advice saving less than
-    ``min_saving_usd_per_month`` (USD) is left out.
+    ``min_saving_usd_per_month`` (USD) is left out. Every ``post_every_seconds`` the advice that
+    is new or changed since it was last posted goes to each team's channel.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -65,6 +66,9 @@ class AdvicePolicy(BaseModel):
     interruption_hours: float = Field(4.0, gt=0)
     checkpoint_hours: float = Field(0.5, ge=0)
     min_saving_usd_per_month: float = Field(10.0, ge=0)
+    post_every_seconds: float | None = Field(
+        86400, ge=3600, description="how often new or changed advice is posted to team channels (null: never)",
+    )
     commitment_rates: dict[str, CommitmentRate] = Field(default_factory=dict)
 
 
@@ -172,8 +176,15 @@ class Recommendation:
 
     @property
     def fingerprint(self) -> str:
-        """A short hash of what the advice says (kind, subject, summary, saving to the $10): the
-        same advice on unchanged use has the same fingerprint, so it need not be posted twice."""
-        saving = "none" if self.saving_usd_per_month is None else str(round(self.saving_usd_per_month, -1))
+        """A short hash of what the advice says: its key, what to do (the summary names the
+        advised size, profile or rate) and the saving to 2 significant digits. The same advice on
+        unchanged use keeps its fingerprint, so it is not posted again; a saving that moves by
+        more than a rounding step, or a different size, is new advice."""
+        saving = "none" if self.saving_usd_per_month is None else f"{self.saving_usd_per_month:.2g}"
         text = "|".join((self.kind, self.key, self.summary, saving))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @property
+    def claim(self) -> str:
+        """``"<key>#<fingerprint>"``: what a post of this advice is claimed under."""
+        return f"{self.key}#{self.fingerprint}"

@@ -41,6 +41,7 @@ from bot.chat.runtime import ActionTimeouts, Runtime, detect_with
 from bot.chat.slack.app import SlackWork, build_app
 from bot.chat.slack.front import SocketModeConnection, events_route
 from bot.chat.slack.web import SlackChat, UserGroups, web_client
+from bot.jobs import advice as advice_jobs
 from bot.jobs import alerts, digests, prices, sweep
 from bot.jobs.scheduler import BackgroundJobs, ScheduledJob, start_background
 from bot.service.http import HttpOptions
@@ -236,13 +237,18 @@ def _every(seconds: float) -> IntervalTrigger:
 
 def scheduled_jobs(rt: Runtime, settings: Settings) -> list[ScheduledJob]:
     """Every scheduled job this bot runs, in one place: the idle sweep, the alerts, the digests
-    (a frequent check; each team's digest fires at its own local time) and, when
+    (a frequent check; each team's digest fires at its own local time), new advice (every
+    ``advice.post_every_seconds``) and, when
     ``prices.aws.enabled``, the live-price refresh."""
     jobs = [
         ScheduledJob(sweep.JOB_ID, _every(settings.sweep.interval_seconds), sweep_for(rt).scheduled, first_run_at_start=True),
         ScheduledJob(alerts.JOB_ID, _every(settings.alerts.interval_seconds), alerts_for(rt, settings, kueue=kueue_metrics(settings)).scheduled),
         ScheduledJob(digests.JOB_ID, _every(digests.DIGEST_CHECK_SECONDS), digests_for(rt, settings).scheduled),
     ]
+    every = settings.advice.post_every_seconds
+    if every is not None and rt.advice_setup is not None:
+        posts = advice_jobs.AdviceJob(rt.store, rt.chat, rt.teams, rt.advice)
+        jobs.append(ScheduledJob(advice_jobs.JOB_ID, _every(every), posts.scheduled))
     aws = settings.prices.aws
     if aws.enabled:
         def refresh(at: datetime) -> None:

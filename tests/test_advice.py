@@ -286,3 +286,30 @@ def test_report_json_gains_the_advice_and_what_it_could_save(advice_prometheus, 
     steady = CliRunner().invoke(app, ["report", "--json", "--team", "steady", "--config", str(config), "--prometheus-url",
                                       advice_prometheus, "--cluster-state", str(dump), "--at", "2026-11-30T00:30:00Z"])
     assert json.loads(steady.stdout)["could_save_usd_per_month"] == 32143.36, steady.output
+
+
+def test_new_advice_is_posted_to_each_team_once_and_again_only_when_it_changes(advice_prometheus, store):
+    import io
+
+    from actions.advising import AdviceSetup
+    from bot.chat.console import ConsoleChat
+    from bot.jobs.advice import AdviceJob
+
+    teams = TeamDirectory([Team(name=t.name, namespaces=t.namespaces, channel=f"C0{t.name.upper()}")
+                           for t in TEAMS.teams.values()])
+    rt = _runtime(advice_prometheus)
+    rt.teams = teams
+    out = io.StringIO()
+    job = AdviceJob(store, ConsoleChat(out, clock=lambda: ADVISE_AT), teams, rt.advice)
+    assert job.run(ADVISE_AT) == {"posted": 4, "repeated": 0, "no-channel": 0}
+    first = out.getvalue()
+    assert "C0RESEARCH" in first and "C0STEADY" in first and "could save $59,439.77/month" in first
+    # Nothing changed: nothing is posted, here or by another replica sharing the store.
+    again = AdviceJob(store, ConsoleChat(io.StringIO()), teams, rt.advice)
+    assert again.run(ADVISE_AT) == {"posted": 0, "repeated": 4, "no-channel": 0}
+    # Spot interrupted every 3 h instead of 4: the spot advice changed, and only it is posted.
+    rt.advice_setup = AdviceSetup(rt.advice_setup.history, POLICY.model_copy(update={"interruption_hours": 3.0}))
+    out3 = io.StringIO()
+    changed = AdviceJob(store, ConsoleChat(out3), teams, rt.advice)
+    assert changed.run(ADVISE_AT) == {"posted": 1, "repeated": 3, "no-channel": 0}
+    assert "run Job research/pretrain" in out3.getvalue() and "sweep" not in out3.getvalue()
