@@ -33,9 +33,10 @@ from actions.advice_model import (
     AdvicePolicy,
     ConsumerUsage,
     Recommendation,
+    ReservedUse,
     TeamBaseline,
 )
-from actions.commitments import advise_commitment
+from actions.commitments import advise_commitment, advise_reserved
 from actions.estimate import format_hours, interruption_overhead, usd_rate
 from actions.mig import smallest_profile
 from actions.model import CapacityType, PriceQuote, to_jsonable
@@ -208,8 +209,10 @@ def advise(
     policy: AdvicePolicy,
     *,
     team: str | None = None,
+    reserved: Iterable[ReservedUse] = (),
 ) -> list[Recommendation]:
-    """Every recommendation for ``usages`` and ``baselines`` (only ``team``'s when given) saving
+    """Every recommendation for ``usages``, ``baselines`` and ``reserved`` capacity (only
+    ``team``'s when given; reserved capacity only without a team) saving
     at least ``policy.min_saving_usd_per_month``, highest USD per month saved first; advice
     without a price (a commitment with no committed rate known) last. Pure."""
     out: list[Recommendation] = []
@@ -221,18 +224,21 @@ def advise(
             rec = advise_commitment(b, prices, policy)
             if rec is not None:
                 out.append(rec)
+    if team is None:  # reserved capacity belongs to the cluster, not a team
+        out += [rec for rec in (advise_reserved(r, prices, policy) for r in reserved) if rec is not None]
     kept = [r for r in out if r.saving_usd_per_month is None or r.saving_usd_per_month >= policy.min_saving_usd_per_month]
     return sorted(kept, key=lambda r: (r.saving_usd_per_month is None, -(r.saving_usd_per_month or 0), r.key))
 
 
 def could_save(recs: Sequence[Recommendation]) -> float:
     """USD per month the advice would save together: per consumer only its largest saving
-    (fewer GPUs, MIG and spot for one consumer overlap), plus every commitment. Pure."""
+    (fewer GPUs, MIG and spot for one consumer overlap), plus every commitment and idle
+    reservation. Pure."""
     best: dict[str, float] = {}
     for r in recs:
         if r.saving_usd_per_month is None:
             continue
-        who = r.key.split("/", 1)[1] if r.kind != "commitment" else r.key
+        who = r.key if r.kind in ("commitment", "reserved-idle") else r.key.split("/", 1)[1]
         best[who] = max(best.get(who, 0.0), r.saving_usd_per_month)
     return money(sum(best.values()))
 

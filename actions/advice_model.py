@@ -49,7 +49,9 @@ class AdvicePolicy(BaseModel):
     ``min_baseline_coverage`` (ratio 0-1) of the period's hours must have seen GPUs in use or
     the baseline is 0. ``interruption_hours``/``checkpoint_hours`` price spot when a consumer's
     annotations do not say (REFERENCE: one interruption per 4 h on AWS GPU spot).
-    ``commitment_rates`` maps GPU family -> your committed rate. Advice saving less than
+    ``commitment_rates`` maps GPU family -> your committed rate; reserved GPUs idle (activity at
+    or under ``busy_engine_pct``) in more than ``reserved_idle_ratio`` (ratio 0-1) of the
+    commitment window's hours are advice too. Advice saving less than
     ``min_saving_usd_per_month`` (USD) is left out. Every ``post_every_seconds`` the advice that
     is new or changed since it was last posted goes to each team's channel.
     """
@@ -70,6 +72,7 @@ class AdvicePolicy(BaseModel):
         86400, ge=3600, description="how often new or changed advice is posted to team channels (null: never)",
     )
     commitment_rates: dict[str, CommitmentRate] = Field(default_factory=dict)
+    reserved_idle_ratio: float = Field(0.2, gt=0, le=1)
 
 
 @dataclass(frozen=True)
@@ -146,10 +149,25 @@ class TeamBaseline:
 
 
 @dataclass(frozen=True)
+class ReservedUse:
+    """Reserved GPUs of one model (on nodes of capacity type ``reserved`` or in
+    ``policy.reserved_nodepools``) over the commitment window: ``gpus`` of them, idle in
+    ``idle_ratio`` (ratio 0-1) of their GPU-hours, read at hourly marks; ``instance_type`` the
+    most common of their nodes; ``nodes`` their names."""
+
+    gpu_model: str
+    gpus: float
+    idle_ratio: float
+    hours: float
+    instance_type: str | None = None
+    nodes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Recommendation:
     """One piece of advice.
 
-    ``kind``: ``fewer-gpus``, ``mig``, ``spot`` or ``commitment``. ``subject`` names who it is
+    ``kind``: ``fewer-gpus``, ``mig``, ``spot``, ``commitment`` or ``reserved-idle``. ``subject`` names who it is
     about, ``summary`` what to do in a sentence and ``change`` the manifest change or command
     that does it. Money: ``current_usd_per_month`` what the part advised on costs now,
     ``advised_usd_per_month`` after the change, ``saving_usd_per_month`` the difference (USD per

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
-from actions.advice_model import INTERRUPTIBLE_ANNOTATION, ConsumerUsage, TeamBaseline
+from actions.advice_model import INTERRUPTIBLE_ANNOTATION, ConsumerUsage, ReservedUse, TeamBaseline
 from actions.consumers import Consumer, classify
 from actions.gpus import GPU_RESOURCE, gpu_family
 from actions.idle import capacity_of, gpu_equivalents_of
@@ -156,5 +156,31 @@ def team_baselines(
             hours_in_use=min(h.hours_in_use, commitment_window_seconds / 3600),
             hours=commitment_window_seconds / 3600, instance_type=instance_type, capacity=capacity,
             peak_gpus=h.peak_gpus,
+        ))
+    return out
+
+
+def reserved_nodes(snapshot: ClusterSnapshot, policy: Policy | PolicyBook) -> list[str]:
+    """GPU nodes of reserved capacity (capacity type ``reserved``, or a node pool in
+    ``policy.reserved_nodepools``), by name."""
+    base = policy.base if isinstance(policy, PolicyBook) else policy
+    return sorted(n.name for n in snapshot.nodes.values()
+                  if n.gpu_capacity and capacity_of(n, base) is CapacityType.RESERVED)
+
+
+def reserved_uses(snapshot: ClusterSnapshot, history: Iterable, policy: Policy | PolicyBook,
+                  commitment_window_seconds: float) -> list[ReservedUse]:
+    """One ReservedUse per GPU model of ``history``
+    (:class:`~actions.sources.prometheus_advice.ReservedHistory`-shaped: model_name, gpus,
+    idle_ratio), with the reserved nodes of that family and their most common instance type."""
+    names = reserved_nodes(snapshot, policy)
+    out = []
+    for h in history:
+        family = gpu_family(h.model_name)
+        nodes = [snapshot.nodes[n] for n in names if snapshot.nodes[n].gpu_family == family]
+        types = Counter(n.instance_type for n in nodes if n.instance_type)
+        out.append(ReservedUse(
+            gpu_model=h.model_name, gpus=h.gpus, idle_ratio=h.idle_ratio, hours=commitment_window_seconds / 3600,
+            instance_type=types.most_common(1)[0][0] if types else None, nodes=tuple(n.name for n in nodes),
         ))
     return out

@@ -13,7 +13,15 @@ from typing import Mapping, Protocol, Sequence
 
 from actions.advice import advise, could_save
 from actions.advice_model import AdvicePolicy, ConsumerUsage, Recommendation, TeamBaseline
-from actions.advice_usage import consumer_pods, consumer_usages, multi_pod_consumers, team_baselines, team_namespaces
+from actions.advice_usage import (
+    consumer_pods,
+    consumer_usages,
+    multi_pod_consumers,
+    reserved_nodes,
+    reserved_uses,
+    team_baselines,
+    team_namespaces,
+)
 from actions.model import ClusterSnapshot
 from actions.policy import Policy, TeamDirectory
 from actions.prices import PriceBook
@@ -22,7 +30,7 @@ from actions.prices import PriceBook
 class HistorySource(Protocol):
     def fetch(
         self, at: datetime, policy: AdvicePolicy, consumers: Mapping[str, tuple[str, Sequence[str]]],
-        teams: Mapping[str, Sequence[str]],
+        teams: Mapping[str, Sequence[str]], reserved_nodes: Sequence[str] = (),
     ):
         """An :class:`~actions.sources.prometheus_advice.AdviceHistory` ending at ``at``."""
 
@@ -79,8 +87,10 @@ def gather_advice(
     if team is not None:
         groups = {k: v for k, v in groups.items() if teams.team_for(v[0].namespace).name == team}
         namespaces = {team: teams.team_for_name(team).namespaces} if team in namespaces or team in teams.teams else {}
-    fetched = history.fetch(at, advice_policy, multi_pod_consumers(groups), namespaces)
+    reserved = reserved_nodes(snapshot, policy) if team is None else []
+    fetched = history.fetch(at, advice_policy, multi_pod_consumers(groups), namespaces, reserved)
     usages = consumer_usages(snapshot, groups, fetched.pods, fetched.consumer_busy, policy, teams, advice_policy.window_seconds)
     baselines = team_baselines(snapshot, fetched.teams, policy, teams, advice_policy.commitment_window_seconds)
-    recs = advise(usages, baselines, prices, advice_policy, team=team)
+    uses = reserved_uses(snapshot, fetched.reserved, policy, advice_policy.commitment_window_seconds)
+    recs = advise(usages, baselines, prices, advice_policy, team=team, reserved=uses)
     return AdviceResult(at, tuple(recs), tuple(usages), tuple(baselines), could_save(recs))

@@ -8,19 +8,25 @@ whose GPUs were in use in fewer than ``min_baseline_coverage`` of the hours has 
 the hours with none are its 10th percentile. Committed rates come from
 ``advice.commitment_rates`` (negotiated or published; each names its source and as-of date),
 else from ``prices.instance_types.<type>.reserved_usd_per_hour``.
+
+The opposite (:func:`advise_reserved`): reserved GPUs idle in more than
+``reserved_idle_ratio`` of their hours cost that share of the commitment for nothing; the
+advice is to move on-demand work onto them (a Kueue ResourceFlavor for the reserved nodes first
+in the ClusterQueue) or to commit to fewer at renewal.
 """
 
 from __future__ import annotations
 
 import math
 
-from actions.advice_model import HOURS_PER_MONTH, AdvicePolicy, Recommendation, TeamBaseline
+from actions.advice_model import HOURS_PER_MONTH, AdvicePolicy, Recommendation, ReservedUse, TeamBaseline
 from actions.estimate import usd_rate
 from actions.model import CapacityType, PriceQuote
+from actions.policy import ADMIN_TEAM
 from actions.prices import PriceBook, PriceNotFound, family_key
 
 
-def committed_rate(b: TeamBaseline, prices: PriceBook, policy: AdvicePolicy) -> PriceQuote | None:
+def committed_rate(b: TeamBaseline | ReservedUse, prices: PriceBook, policy: AdvicePolicy) -> PriceQuote | None:
     """The committed USD per GPU-hour for ``b``'s GPU family: ``policy.commitment_rates`` first,
     then the config's reserved rate for the team's instance type; ``None`` when neither is set."""
     family = family_key(b.gpu_model)
@@ -99,4 +105,40 @@ def advise_commitment(b: TeamBaseline, prices: PriceBook, policy: AdvicePolicy) 
         summary=summary, change=change, current_usd_per_month=current, advised_usd_per_month=advised,
         saving_usd_per_month=round(current - advised, 2), evidence=tuple(evidence), prices=(paid, committed),
         notes=(f"{gpus} GPUs x 730 h x ({usd_rate(paid_rate)} - {usd_rate(rate)}) per GPU-hour",),
+    )
+
+
+def advise_reserved(r: ReservedUse, prices: PriceBook, policy: AdvicePolicy) -> Recommendation | None:
+    """Advice for reserved GPUs idle in more than ``policy.reserved_idle_ratio`` of their hours,
+    for the cluster admins: what the idle share costs a month at the committed rate (else the
+    reserved quote, which may be the on-demand price, as its source says). ``None`` when they
+    are used enough or no price is known. Pure."""
+    if r.gpus <= 0 or r.idle_ratio <= policy.reserved_idle_ratio:
+        return None
+    family = family_key(r.gpu_model)
+    quote = committed_rate(r, prices, policy)
+    if quote is None:
+        try:
+            quote = prices.quote(r.instance_type, CapacityType.RESERVED, r.gpu_model)
+        except PriceNotFound:
+            return None
+    rate = round(quote.usd_per_gpu_hour, 4)
+    paid = round(r.gpus * HOURS_PER_MONTH * rate, 2)
+    idle = round(paid * r.idle_ratio, 2)
+    days = policy.commitment_window_seconds / 86400
+    idle_gpus = r.gpus * r.idle_ratio
+    return Recommendation(
+        kind="reserved-idle", key=f"reserved-idle/{family}", team=ADMIN_TEAM, namespace="",
+        subject=f"reserved {family} GPUs",
+        summary=f"use or shrink {r.gpus:g} reserved {family} GPUs idle {r.idle_ratio:.0%} of the time",
+        change="order a ResourceFlavor for the reserved nodes first in the ClusterQueues so on-demand work lands on "
+        f"them, or commit to about {r.gpus - idle_gpus:.0f} at renewal",
+        current_usd_per_month=paid, advised_usd_per_month=round(paid - idle, 2), saving_usd_per_month=idle,
+        evidence=(
+            (f"reserved {family} GPUs", f"{r.gpus:g} on {len(r.nodes)} node(s)"),
+            (f"idle GPU-hours over {days:g} days (activity <= {policy.busy_engine_pct:g}%)", f"{r.idle_ratio:.1%}"),
+            ("paid", f"{usd_rate(rate)}/GPU-hour, used or not"),
+        ),
+        prices=(quote,),
+        notes=(f"{r.gpus:g} GPUs x 730 h x {usd_rate(rate)} x {r.idle_ratio:.1%} idle",),
     )

@@ -13,6 +13,8 @@ per scrape, with the changes each consumer's story needs (said at each one):
 - ``serving/chat-api`` (Deployment, 1 H100): the trace's light-serving rows (GPU_UTIL 0% at
   190-250 W), annotated interruptible.
 - ``steady/llm-serve`` (Deployment, 2 pods of 8 H100s): training rows for all 30 days.
+- ``platform/embed-0`` (a bare pod of 4 H100s on ``rs-1``, a reserved node): training rows for
+  30 days; the node's other 4 GPUs the trace's empty-GPU rows, held by no pod: idle half the time.
 - ``swing/batch-{0,1}`` (8 H100s each, no pods left at ``ADVISE_AT``): training rows 09:00-19:00
   UTC on weekdays, no series otherwise.
 
@@ -71,7 +73,7 @@ class Gpu:
                  fb_scale: float = 1.0, util_scale: float = 1.0, when: Callable[[datetime], bool] = lambda t: True):
         self.labels = {
             "gpu": str(index), "UUID": f"GPU-{node}-{index}", "modelName": model_name(),
-            "Hostname": node, "namespace": ns, "pod": pod,
+            "Hostname": node, **({"namespace": ns, "pod": pod} if pod else {}),
         }
         self.rows, self.start, self.scrape = rows, start, scrape
         self.fb_scale, self.util_scale, self.when = fb_scale, util_scale, when
@@ -100,6 +102,8 @@ def gpus() -> list[Gpu]:
                 with_interlude("training", "training_checkpoint_pause", 3 * 3600, WEEK_START), **week) for i in range(8)]
     for p, node in (("llm-serve-5b6c7d8e9-aaaaa", "st-1"), ("llm-serve-5b6c7d8e9-bbbbb", "st-2")):
         out += [Gpu("steady", p, node, i, cycled("training"), **month) for i in range(8)]
+    out += [Gpu("platform", "embed-0", "rs-1", i, cycled("training"), **month) for i in range(4)]
+    out += [Gpu("", "", "rs-1", i, cycled("empty_idle"), **month) for i in range(4, 8)]
     for p, node in (("batch-0", "sg-1"), ("batch-1", "sg-2")):
         out += [Gpu("swing", p, node, i, cycled("training"), when=office_hours, **month) for i in range(8)]
     return out
@@ -140,8 +144,9 @@ def _owner(api: str, kind: str, ns: str, name: str) -> dict:
 
 
 def _node(name: str) -> dict:
+    capacity = "reserved" if name.startswith("rs-") else "on-demand"
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
-        "node.kubernetes.io/instance-type": "p5.48xlarge", "karpenter.sh/capacity-type": "on-demand",
+        "node.kubernetes.io/instance-type": "p5.48xlarge", "karpenter.sh/capacity-type": capacity,
         "nvidia.com/gpu.product": H100_PRODUCT}},
         "status": {"capacity": {"nvidia.com/gpu": "8"}, "allocatable": {"nvidia.com/gpu": "8"}}}
 
@@ -159,7 +164,8 @@ def cluster_items() -> list[dict]:
     v0.19.2 Workload with ``kueue.x-k8s.io/job-uid``; Kubeflow Notebook pods labelled
     ``notebook-name``; a Deployment's pods owned by ``<deployment>-<pod-template-hash>``)."""
     interruptible = {"gpu-cost-bot/interruptible": "true"}
-    items = [_node(n) for n in ("nb-1", "sw-1", "pt-1", "st-1", "st-2")]
+    items = [_node(n) for n in ("nb-1", "sw-1", "pt-1", "st-1", "st-2", "rs-1")]
+    items.append(_pod("platform", "embed-0", "rs-1", 4, None))
     items.append({"apiVersion": "kubeflow.org/v1", "kind": "Notebook",
                   "metadata": _meta("research", "explore", "Notebook", annotations=interruptible), "spec": {}})
     items.append(_pod("research", "explore-0", "nb-1", 1, _owner("apps/v1", "StatefulSet", "research", "explore"),

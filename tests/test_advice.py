@@ -135,11 +135,24 @@ def test_a_team_busy_every_hour_is_advised_a_commitment_for_16_and_a_swinging_on
     assert [x.subject for x in result.recommendations if x.kind == "commitment"] == ["team steady, H100"]
 
 
+def test_reserved_gpus_idle_half_the_time_are_advice_for_the_admins_and_get_no_consumer_advice(result):
+    r = _one(result, "reserved-idle", "reserved H100")
+    assert r.team == "cluster-admins" and "8 reserved H100 GPUs idle 50%" in r.summary
+    # By hand: 8 GPUs x 730 h x $4.128 (the committed rate) = $24,107.52 paid a month, half idle:
+    # $12,053.76 paid for nothing.
+    assert (r.current_usd_per_month, r.saving_usd_per_month) == (24107.52, 12053.76)
+    assert dict(r.evidence)["reserved H100 GPUs"] == "8 on 1 node(s)"
+    # The pod on the reserved node is paid for used or not: no right-sizing, spot or commitment.
+    assert _usage(result, "embed-0").capacity.value == "reserved"
+    assert not [x for x in result.recommendations if "platform" in x.subject or "embed" in x.subject]
+
+
 def test_advice_is_sorted_by_saving_and_the_total_counts_each_consumer_once(result):
     savings = [r.saving_usd_per_month for r in result.recommendations]
     assert savings == sorted(savings, reverse=True)
     # notebook MIG 4,304.91 + sweep 30,134.40 + pretrain spot 25,000.46 + steady commitment 32,143.36
-    assert result.could_save_usd_per_month == pytest.approx(4304.91 + 30134.40 + 25000.46 + 32143.36)
+    # + idle reservation 12,053.76
+    assert result.could_save_usd_per_month == pytest.approx(4304.91 + 30134.40 + 25000.46 + 32143.36 + 12053.76)
 
 
 # --- where people see it: the CLI and /gpu advise ---------------------------------------------
@@ -176,9 +189,10 @@ def test_the_cli_prints_the_advice_as_json_sorted_by_saving(advice_prometheus, c
     assert out.exit_code == 0, out.output
     data = json.loads(out.stdout)
     assert [(a["kind"], a["saving_usd_per_month"]) for a in data["advice"]] == [
-        ("commitment", 32143.36), ("fewer-gpus", 30134.40), ("spot", 25000.46), ("mig", 4304.91)]
-    assert data["could_save_usd_per_month"] == 91583.13
-    mig = data["advice"][3]
+        ("commitment", 32143.36), ("fewer-gpus", 30134.40), ("spot", 25000.46), ("reserved-idle", 12053.76),
+        ("mig", 4304.91)]
+    assert data["could_save_usd_per_month"] == 103636.89
+    mig = data["advice"][4]
     assert mig["evidence"]["peak DCGM_FI_DEV_GPU_UTIL"] == "9.0%"
     assert mig["prices"][0]["as_of"] == "2026-07-20" and len(mig["fingerprint"]) == 16
 
@@ -197,7 +211,7 @@ def test_the_cli_for_one_team_prints_text_and_refuses_a_bad_time(advice_promethe
     bad = CliRunner().invoke(app, [*base, "--at", "yesterday"])
     assert bad.exit_code == 2 and "2026-11-30T00:30:00Z" in bad.output
     unknown = CliRunner().invoke(app, [*base, "--team", "nobody", "--at", "2026-11-30T00:30:00Z"])
-    assert unknown.exit_code == 2 and "teams: research, serving, steady, swing" in unknown.output
+    assert unknown.exit_code == 2 and "teams: platform, research, serving, steady, swing" in unknown.output
 
 
 def _runtime(url: str):
@@ -281,8 +295,8 @@ def test_report_json_gains_the_advice_and_what_it_could_save(advice_prometheus, 
     # This Prometheus holds DCGM series but no kube-state-metrics: the report says so (exit 3);
     # the advice, read from DCGM alone, is whole.
     assert out.exit_code == 3 and any("kube-state-metrics" in w for w in data["warnings"])
-    assert data["could_save_usd_per_month"] == 91583.13
-    assert [a["kind"] for a in data["advice"]] == ["commitment", "fewer-gpus", "spot", "mig"]
+    assert data["could_save_usd_per_month"] == 103636.89
+    assert [a["kind"] for a in data["advice"]] == ["commitment", "fewer-gpus", "spot", "reserved-idle", "mig"]
     steady = CliRunner().invoke(app, ["report", "--json", "--team", "steady", "--config", str(config), "--prometheus-url",
                                       advice_prometheus, "--cluster-state", str(dump), "--at", "2026-11-30T00:30:00Z"])
     assert json.loads(steady.stdout)["could_save_usd_per_month"] == 32143.36, steady.output
@@ -301,15 +315,16 @@ def test_new_advice_is_posted_to_each_team_once_and_again_only_when_it_changes(a
     rt.teams = teams
     out = io.StringIO()
     job = AdviceJob(store, ConsoleChat(out, clock=lambda: ADVISE_AT), teams, rt.advice)
-    assert job.run(ADVISE_AT) == {"posted": 4, "repeated": 0, "no-channel": 0}
+    # The idle reservation is the cluster admins' advice, and this config gives them no channel.
+    assert job.run(ADVISE_AT) == {"posted": 4, "repeated": 0, "no-channel": 1}
     first = out.getvalue()
     assert "C0RESEARCH" in first and "C0STEADY" in first and "could save $59,439.77/month" in first
     # Nothing changed: nothing is posted, here or by another replica sharing the store.
     again = AdviceJob(store, ConsoleChat(io.StringIO()), teams, rt.advice)
-    assert again.run(ADVISE_AT) == {"posted": 0, "repeated": 4, "no-channel": 0}
+    assert again.run(ADVISE_AT) == {"posted": 0, "repeated": 4, "no-channel": 1}
     # Spot interrupted every 3 h instead of 4: the spot advice changed, and only it is posted.
     rt.advice_setup = AdviceSetup(rt.advice_setup.history, POLICY.model_copy(update={"interruption_hours": 3.0}))
     out3 = io.StringIO()
     changed = AdviceJob(store, ConsoleChat(out3), teams, rt.advice)
-    assert changed.run(ADVISE_AT) == {"posted": 1, "repeated": 3, "no-channel": 0}
+    assert changed.run(ADVISE_AT) == {"posted": 1, "repeated": 3, "no-channel": 1}
     assert "run Job research/pretrain" in out3.getvalue() and "sweep" not in out3.getvalue()

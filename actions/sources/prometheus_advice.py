@@ -20,6 +20,10 @@ Per pod, over ``AdvicePolicy.window_seconds``:
 Per team and GPU model, over ``commitment_window_seconds`` at one-hour steps: the
 ``baseline_quantile``, the count of hours with any and the most of the GPUs whole (not MIG)
 that the team's pods held at the hour mark.
+
+Reserved GPUs (the nodes named): per GPU model, how many and the share of their hourly marks
+over the commitment window at which their activity was at or under ``busy_engine_pct``, held by
+a pod or not.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ STEP_SECONDS = 300
 CONSUMERS_PER_QUERY = 20
 POD_QUERIES = ("peak_fb", "peak_engine", "mean_power", "gpu_hours", "busy")
 TEAM_QUERIES = ("baseline", "hours_in_use", "peak")
+RESERVED_QUERIES = ("idle_ratio", "gpus")
 SIGNAL = "engine_signal"
 _GPU = "UUID, GPU_I_ID, Hostname, modelName"
 # (namespace label, pod label) of each dcgm-exporter convention.
@@ -73,6 +78,16 @@ class TeamHistory:
 
 
 @dataclass(frozen=True)
+class ReservedHistory:
+    """Reserved GPUs of one model: how many (``gpus``) and ``idle_ratio`` (ratio 0-1) of their
+    hourly marks idle."""
+
+    model_name: str
+    gpus: float
+    idle_ratio: float
+
+
+@dataclass(frozen=True)
 class AdviceHistory:
     """What one fetch read, evaluated at ``at``: per pod, per multi-pod consumer (key -> GPUs
     busy at once, the quantile) and per team and model."""
@@ -83,6 +98,7 @@ class AdviceHistory:
     pods: tuple[PodHistory, ...] = ()
     consumer_busy: Mapping[str, float] = field(default_factory=dict)
     teams: tuple[TeamHistory, ...] = ()
+    reserved: tuple[ReservedHistory, ...] = ()
 
 
 def _regex(values: Sequence[str]) -> str:
@@ -160,6 +176,22 @@ def team_queries(policy: AdvicePolicy, teams: Mapping[str, Sequence[str]]) -> di
     }
 
 
+def reserved_queries(policy: AdvicePolicy, nodes: Sequence[str]) -> dict[str, str]:
+    """PromQL per GPU model (label ``modelName``) of the GPUs on ``nodes``: ``idle_ratio``, the
+    mean over GPUs of the share of hourly marks with activity at or under ``busy_engine_pct``,
+    and ``gpus``, how many there are now. Pure."""
+    w, thr = _duration(policy.commitment_window_seconds), _number(policy.busy_engine_pct)
+    hosts = _regex(nodes)
+    per_gpu = (
+        f"((100 * max by (UUID, Hostname, modelName) ({ENGINE_ACTIVE}{{Hostname=~{hosts}}} or {ENGINE_ACTIVE}{{hostname=~{hosts}}}))"
+        f" or max by (UUID, Hostname, modelName) ({GPU_UTIL}{{Hostname=~{hosts}}} or {GPU_UTIL}{{hostname=~{hosts}}}))"
+    )
+    return {
+        "idle_ratio": f"avg by (modelName) (avg_over_time(({per_gpu} <= bool {thr})[{w}:1h]))",
+        "gpus": f"count by (modelName) (last_over_time({per_gpu}[1h:5m]))",
+    }
+
+
 def _value(row: Mapping) -> float:
     return float(row["value"][1])
 
@@ -176,9 +208,11 @@ class AdviceHistorySource:
         policy: AdvicePolicy,
         consumers: Mapping[str, tuple[str, Sequence[str]]],
         teams: Mapping[str, Sequence[str]],
+        reserved_nodes: Sequence[str] = (),
     ) -> AdviceHistory:
         """History ending at ``at`` (aware). ``consumers`` maps a multi-pod consumer's key to
-        (namespace, pod names); ``teams`` a team to its namespaces. Raises ValueError for a
+        (namespace, pod names); ``teams`` a team to its namespaces; ``reserved_nodes`` names the
+        nodes of reserved capacity. Raises ValueError for a
         naive ``at`` and TelemetryError when Prometheus fails or answers something malformed."""
         if at.tzinfo is None:
             raise ValueError(f"at={at!r} has no time zone; pass an aware UTC datetime")
@@ -194,10 +228,14 @@ class AdviceHistorySource:
             {name: self.api.instant(f"advice team {name}", q, at) for name, q in team_queries(policy, teams).items()}
             if teams else {}
         )
+        reserved_rows = (
+            {name: self.api.instant(f"advice reserved {name}", q, at) for name, q in reserved_queries(policy, reserved_nodes).items()}
+            if reserved_nodes else {}
+        )
         try:
             return AdviceHistory(
                 at, policy.window_seconds, policy.commitment_window_seconds,
-                _pods(rows), busy, _teams(team_rows),
+                _pods(rows), busy, _teams(team_rows), _reserved(reserved_rows),
             )
         except (KeyError, ValueError, TypeError, IndexError) as e:
             raise TelemetryError(f"Prometheus at {self.api.url} returned a malformed result: {e}") from e
@@ -232,4 +270,15 @@ def _teams(rows: Mapping[str, list]) -> tuple[TeamHistory, ...]:
     return tuple(
         TeamHistory(team, model, e.get("baseline", 0.0), e.get("hours_in_use", 0.0), e.get("peak"))
         for (team, model), e in sorted(found.items())
+    )
+
+
+def _reserved(rows: Mapping[str, list]) -> tuple[ReservedHistory, ...]:
+    found: dict[str, dict] = {}
+    for name, result in rows.items():
+        for row in result:
+            found.setdefault(row["metric"].get("modelName", ""), {})[name] = _value(row)
+    return tuple(
+        ReservedHistory(model, e.get("gpus", 0.0), e.get("idle_ratio", 0.0))
+        for model, e in sorted(found.items()) if "idle_ratio" in e
     )
