@@ -13,9 +13,10 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from actions.model import CapacityType, ObjectRef, PriceQuote
+from actions.prices import family_key
 
 HOURS_PER_MONTH = 730.0  # 8,760 h / 12, as clouds bill
 INTERRUPTIBLE_ANNOTATION = "gpu-cost-bot/interruptible"
@@ -71,6 +72,18 @@ class AdvicePolicy(BaseModel):
     post_every_seconds: float | None = Field(
         86400, ge=3600, description="how often new or changed advice is posted to team channels (null: never)",
     )
+
+    @field_validator("commitment_rates")
+    @classmethod
+    def _family_keys(cls, v: dict[str, CommitmentRate]) -> dict[str, CommitmentRate]:
+        # People write "h100" or "NVIDIA H100 80GB HBM3"; prices are matched on the family key.
+        out: dict[str, CommitmentRate] = {}
+        for name, rate in v.items():
+            key = family_key(name)
+            if key in out:
+                raise ValueError(f"commitment_rates lists family {key} twice (as {name!r} too)")
+            out[key] = rate
+        return out
     commitment_rates: dict[str, CommitmentRate] = Field(default_factory=dict)
     reserved_idle_ratio: float = Field(0.2, gt=0, le=1)
 

@@ -110,3 +110,14 @@ def test_idle_reservations_are_priced_at_the_reserved_quote_and_left_alone_when_
     assert advise([], [], BUNDLED, AdvicePolicy(), reserved=[used]) == []
     # A team's advice never includes the cluster's reservations.
     assert advise([], [], BUNDLED, AdvicePolicy(), team="ml", reserved=[idle]) == []
+
+
+def test_commitment_rates_are_keyed_by_gpu_family_and_must_name_their_source():
+    from pydantic import ValidationError
+
+    rate = {"usd_per_gpu_hour": 4.1, "source": "our quote", "as_of": "2026-11-01"}
+    assert list(AdvicePolicy.model_validate({"commitment_rates": {"nvidia h100 80gb hbm3": rate}}).commitment_rates) == ["H100"]
+    with pytest.raises(ValidationError, match="H100 twice"):
+        AdvicePolicy.model_validate({"commitment_rates": {"h100": rate, "H100": rate}})
+    with pytest.raises(ValidationError, match="source"):
+        AdvicePolicy.model_validate({"commitment_rates": {"h100": {"usd_per_gpu_hour": 4.1, "as_of": "2026-11-01"}}})
