@@ -140,7 +140,10 @@ def _right_size(u: ConsumerUsage, quote: PriceQuote, policy: AdvicePolicy, windo
     return Recommendation(
         kind="fewer-gpus", key=f"fewer-gpus/{u.key}", team=u.team, namespace=u.namespace, subject=u.subject,
         summary=f"give {u.subject} {needed} GPU{'s' if needed > 1 else ''} instead of {u.whole_gpus}",
-        change=f"set `nvidia.com/gpu: {needed}` in its pod template (now {u.whole_gpus})",
+        change=(
+            f"set `nvidia.com/gpu: {needed}` in its pod template (now {u.whole_gpus})" if len(u.pods) == 1
+            else f"run it on {needed} GPUs in all (now {u.whole_gpus} over {len(u.pods)} pods): fewer pods or fewer GPUs each"
+        ),
         current_usd_per_month=current, advised_usd_per_month=advised,
         saving_usd_per_month=money(current - advised), evidence=tuple(evidence), prices=(quote,),
         notes=(f"{usd_rate(rate)}/GPU-hour x {monthly:,.1f} GPU-hours a month x {needed}/{u.whole_gpus}",),

@@ -121,3 +121,12 @@ def test_commitment_rates_are_keyed_by_gpu_family_and_must_name_their_source():
         AdvicePolicy.model_validate({"commitment_rates": {"h100": rate, "H100": rate}})
     with pytest.raises(ValidationError, match="source"):
         AdvicePolicy.model_validate({"commitment_rates": {"h100": {"usd_per_gpu_hour": 4.1, "as_of": "2026-11-01"}}})
+
+
+def test_fewer_gpus_for_a_consumer_of_several_pods_counts_them_together():
+    u = job(pods=("w-0", "w-1"), whole_gpus=16, gpus=16.0, gpu_hours=16 * 168.0, busy_gpus=5.2,
+            instance_type="p5.48xlarge", restarts_cleanly=None)
+    [r] = advise_consumer(u, BUNDLED, AdvicePolicy())
+    # 5.2 busy at once at the 99th percentile needs 6: 16 x 730 x $6.88 = $80,358.40, 6/16 of it $30,134.40.
+    assert "6 GPUs instead of 16" in r.summary and "6 GPUs in all (now 16 over 2 pods)" in r.change
+    assert (r.current_usd_per_month, r.advised_usd_per_month) == (80358.40, 30134.40)
