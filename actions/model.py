@@ -87,9 +87,9 @@ def api_group(api_version: str) -> str:
 class KubeObject:
     """Any object on a GPU pod's owner chain (a Job, JobSet, TrainJob, RayJob, RayCluster,
     PyTorchJob, MPIJob, AppWrapper, LeaderWorkerSet, InferenceService, a leader Pod, ...), reduced
-    to its metadata and the two spec fields the bot's actions read: ``replicas``
-    (``spec.replicas``, ``None`` when the kind has none or it is unset) and ``suspend``
-    (``spec.suspend``, ``None`` when unset)."""
+    to its metadata and the spec fields the bot reads: ``replicas`` (``spec.replicas``, ``None``
+    when the kind has none or it is unset), ``suspend`` (``spec.suspend``, ``None`` when unset)
+    and ``backoff_limit`` (a Job's ``spec.backoffLimit``, ``None`` when unset)."""
 
     api_version: str
     kind: str
@@ -101,6 +101,7 @@ class KubeObject:
     annotations: Mapping[str, str] = field(default_factory=dict)
     replicas: int | None = None
     suspend: bool | None = None
+    backoff_limit: int | None = None
 
     @property
     def group(self) -> str:

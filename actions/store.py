@@ -366,6 +366,9 @@ ALERT_KINDS: frozenset[str] = frozenset(
         "queue-wait",
         "idle-on-demand",
         "spot-ratio",
+        # A recommendation posted to a team channel; its period key is "<key>#<fingerprint>", so
+        # the same advice on unchanged use is claimed once and posted once.
+        "advice",
     }
 )
 

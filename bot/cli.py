@@ -27,6 +27,7 @@ import typer
 
 from actions.model import format_time, parse_time, to_jsonable, utc_now
 from bot.chat.failures import UNAVAILABLE, USAGE, explain
+from bot.cli_advise import advice_for_report, advise
 from bot.cli_ledger import describe_plan, ledger_app
 from bot.settings import Settings, load_settings
 from bot.settings.model import http_url
@@ -260,7 +261,8 @@ def report(
     from bot.chat.commands.cost import all_teams_message, team_message
     from bot.chat.console import to_text
     from bot.jobs.prices import price_book
-    from bot.wiring import cluster_access, cost_setup
+    from bot.readers import cost_setup
+    from bot.wiring import cluster_access
 
     if png is not None and not png.parent.is_dir():
         raise typer.BadParameter(f"the folder {png.parent} does not exist; create it or write the chart elsewhere", param_hint="--png")
@@ -301,9 +303,12 @@ def report(
         chosen = dataclasses.replace(chosen, notes=chosen.notes + built.notes)
     if png is not None:
         cost_chart_png(chosen or built, png)
+    warnings = list(built.warnings)
     if as_json:
         data = report_jsonable(chosen or built)
-        data["warnings"] = list(built.warnings)
+        advice, advice_warnings = advice_for_report(s, cluster_state, end, team)
+        warnings += advice_warnings
+        data.update(advice, warnings=warnings)
         if getattr(setup.usage, "last_plan", None) is not None:
             data["source"] = describe_plan(setup.usage.last_plan)
         if fleet is not None:
@@ -313,8 +318,8 @@ def report(
         typer.echo(to_text(team_message(chosen, spot_ratio_target=setup.spot_ratio_target)))
     else:
         typer.echo(to_text(all_teams_message(built, fleet, cluster if s.clusters else None)))
-    _warn(built.warnings)
-    if built.warnings:
+    _warn(warnings)
+    if warnings:
         raise typer.Exit(INCOMPLETE)
 
 
@@ -388,6 +393,7 @@ def _main(
 
 
 app.add_typer(ledger_app, name="ledger")
+app.command(name="advise")(advise)
 
 # Every command speaks in words and exit codes, never a traceback (see the module docstring).
 for _command in (*app.registered_commands, *ledger_app.registered_commands):

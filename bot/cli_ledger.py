@@ -122,7 +122,7 @@ def backfill(
     from actions.sources.ledger_usage import LedgerRollup, first_data_hour
     from actions.store import Store
     from bot.jobs.prices import price_book
-    from bot.wiring import prometheus_usage
+    from bot.readers import prometheus_usage
 
     s = _settings(config, prometheus_url)
     start = parse_date(since, "--since")

@@ -23,14 +23,10 @@ from actions.executors.jupyterhub import HubClient, HubWriter
 from actions.in_memory_cluster import InMemoryCluster
 from actions.ledger_store import LedgerStore
 from actions.model import utc_now
-from actions.reporting import CostSetup
 from actions.sources.kubectl_dump import read_kubectl_dump
 from actions.sources.kubernetes import KubernetesSource, load_kube_config
-from actions.sources.ledger_usage import SOURCES, LedgerRollup, LedgerUsage
-from actions.sources.prometheus import PrometheusTelemetry
+from actions.sources.ledger_usage import LedgerRollup
 from actions.sources.prometheus_kueue import KueueMetrics
-from actions.sources.prometheus_usage import PrometheusUsage
-from actions.sources.recorded import RecordedTelemetry
 from actions.store import Store
 from bot.chat import Chat
 from bot.chat.auto import AutoActions
@@ -42,8 +38,10 @@ from bot.chat.slack.app import SlackWork, build_app
 from bot.chat.slack.front import SocketModeConnection, events_route
 from bot.chat.slack.web import SlackChat, UserGroups, web_client
 from bot.fleet import cluster_parts
+from bot.jobs import advice as advice_jobs
 from bot.jobs import alerts, digests, ledger, prices, sweep
 from bot.jobs.scheduler import BackgroundJobs, ScheduledJob, start_background
+from bot.readers import advice_setup, cost_setup, kueue_metrics, prometheus_usage, telemetry_source
 from bot.service.http import HttpOptions
 from bot.service.leader import replica_identity
 from bot.service.metrics import BotMetrics
@@ -52,78 +50,6 @@ from bot.service.work import Periodic, WorkerPool
 from bot.settings import Settings
 
 log = logging.getLogger(__name__)
-
-
-# --- sources -------------------------------------------------------------------------------------
-
-
-def _prometheus(settings: Settings) -> dict[str, Any]:
-    """The connection options every Prometheus reader shares: URL, headers (with the bearer
-    token), TLS verification."""
-    return {
-        "url": settings.prometheus.url,
-        "headers": settings.prometheus_headers(),
-        "verify_tls": settings.prometheus.verify_tls,
-    }
-
-
-def telemetry_source(settings: Settings, telemetry_file: str | Path | None = None):
-    """A telemetry recording when one is given, else the configured Prometheus."""
-    if telemetry_file:
-        return RecordedTelemetry.from_file(telemetry_file)
-    p = _prometheus(settings)
-    return PrometheusTelemetry(
-        p["url"], p["headers"], verify_tls=p["verify_tls"], timeout_seconds=settings.prometheus.timeout_seconds
-    )
-
-
-def kueue_metrics(settings: Settings) -> KueueMetrics:
-    """The admission-wait and spot-ratio reader for the configured Prometheus."""
-    p = _prometheus(settings)
-    return KueueMetrics(
-        p["url"], p["headers"], verify_tls=p["verify_tls"], timeout_seconds=settings.prometheus.timeout_seconds
-    )
-
-
-def prometheus_usage(settings: Settings) -> PrometheusUsage:
-    """The configured Prometheus's kube-state-metrics and DCGM history, read with the cost
-    queries' timeout and the team label."""
-    p = _prometheus(settings)
-    return PrometheusUsage(
-        p["url"], p["headers"], verify_tls=p["verify_tls"],
-        timeout_seconds=settings.costs.query_timeout_seconds, team_label=settings.costs.team_label,
-    )
-
-
-def usage_source(settings: Settings, store: Store | None, source: str = "auto") -> PrometheusUsage | LedgerUsage:
-    """Where reports read usage: ``prometheus`` straight from Prometheus; ``ledger`` the usage
-    ledger in ``store`` alone (no PromQL); ``auto`` the ledger with the current hour from
-    Prometheus when ``ledger.enabled`` (else Prometheus). Raises ValueError for another source,
-    or ``ledger`` without a store."""
-    if source not in SOURCES:
-        raise ValueError(f"source {source!r} is not one of {', '.join(SOURCES)}; e.g. --source ledger")
-    prometheus = prometheus_usage(settings)
-    if source == "prometheus" or (source == "auto" and (not settings.ledger.enabled or store is None)):
-        return prometheus
-    if store is None:
-        raise ValueError("source ledger reads the database; give a config whose database_url holds the ledger")
-    return LedgerUsage(
-        LedgerStore(store), prometheus, cluster=settings.cluster_name, team_label=settings.costs.team_label,
-        source=source,
-    )
-
-
-def cost_setup(settings: Settings, store: Store | None = None, source: str = "auto") -> CostSetup:
-    """Cost reports from :func:`usage_source` (the ledger in ``store`` when ``ledger.enabled``,
-    else the configured Prometheus's history), with the ``costs`` settings (team label, top
-    consumers, time zone)."""
-    return CostSetup(
-        usage=usage_source(settings, store, source),
-        team_label=settings.costs.team_label,
-        top_consumers=settings.costs.top_consumers,
-        timezone=settings.costs.timezone,
-        spot_ratio_target=settings.alerts.spot_ratio_target,
-    )
 
 
 def hub_writer(settings: Settings) -> HubWriter | None:
@@ -207,6 +133,7 @@ def build_runtime(
         costs=costs,
         clusters=several,
         cluster_name=settings.cluster_name,
+        advice_setup=advice_setup(settings),
         timeouts=ActionTimeouts(
             recheck=settings.actions.recheck_timeout_seconds,
             # The writer's GET and PATCH, each bounded by the timeout, up to three times on conflicts.
@@ -257,6 +184,7 @@ def digests_for(rt: Runtime, settings: Settings, *, holder: str | None = None) -
         store=rt.store, chat=rt.chat, settings=settings, reports=rt.cost_report,
         holder=holder or replica_identity(settings.leader_election), clock=rt.clock,
         unreachable=lambda: dict(rt.unreachable),
+        advice=rt.advice if rt.advice_setup is not None else None,
     )
 
 
@@ -277,8 +205,9 @@ def _every(seconds: float) -> IntervalTrigger:
 
 def scheduled_jobs(rt: Runtime, settings: Settings) -> list[ScheduledJob]:
     """Every scheduled job this bot runs, in one place: the idle sweep, the alerts, the digests
-    (a frequent check; each team's digest fires at its own local time), when ``ledger.enabled``
-    the usage ledger's rollup, and, when ``prices.aws.enabled``, the live-price refresh."""
+    (a frequent check; each team's digest fires at its own local time), new advice (every
+    ``advice.post_every_seconds``), when ``ledger.enabled`` the usage ledger's rollup, and, when
+    ``prices.aws.enabled``, the live-price refresh."""
     jobs = [
         ScheduledJob(sweep.JOB_ID, _every(settings.sweep.interval_seconds), sweep_for(rt).scheduled, first_run_at_start=True),
         ScheduledJob(alerts.JOB_ID, _every(settings.alerts.interval_seconds), alerts_for(rt, settings, kueue=kueue_metrics(settings)).scheduled),
@@ -289,6 +218,10 @@ def scheduled_jobs(rt: Runtime, settings: Settings) -> list[ScheduledJob]:
             ledger.JOB_ID, _every(settings.ledger.interval_seconds), ledger_job(rt, settings).scheduled,
             first_run_at_start=True,
         ))
+    every = settings.advice.post_every_seconds
+    if every is not None and rt.advice_setup is not None:
+        posts = advice_jobs.AdviceJob(rt.store, rt.chat, rt.teams, rt.advice)
+        jobs.append(ScheduledJob(advice_jobs.JOB_ID, _every(every), posts.scheduled))
     aws = settings.prices.aws
     if aws.enabled:
         def refresh(at: datetime) -> None:

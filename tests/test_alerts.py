@@ -32,8 +32,9 @@ from bot.chat.blocks import alerts as alert_blocks
 from bot.chat.runtime import Runtime
 from bot.chat.slack.app import build_app
 from bot.chat.slack.web import SlackChat, web_client
+from bot.readers import kueue_metrics
 from bot.settings import Settings
-from bot.wiring import alerts_for, kueue_metrics
+from bot.wiring import alerts_for
 from tests.databases import *  # noqa: F403
 from tests.fakes.kube_api import FakeKubeApi
 from tests.fakes.slack_api import FakeSlack

@@ -401,7 +401,7 @@ def test_the_job_is_scheduled_when_enabled_claimed_once_and_reports_read_the_led
 def test_settings_refuse_a_retention_shorter_than_the_backfill_and_a_source_that_is_none():
     with pytest.raises(ValueError, match=r"retention_days \(30\) is shorter than backfill_days \(90\).*e.g. backfill_days: 90"):
         LedgerSettings(retention_days=30)
-    from bot.wiring import usage_source
+    from bot.readers import usage_source
 
     with pytest.raises(ValueError, match="not one of auto, ledger, prometheus; e.g. --source ledger"):
         usage_source(Settings(), None, "thanos")

@@ -61,9 +61,10 @@ LISTED_KINDS: dict[tuple[str, str], Served] = {
 QUEUE_PLURALS = {"LocalQueue": "localqueues", "ClusterQueue": "clusterqueues", "ResourceFlavor": "resourceflavors"}
 
 
-class _Spec(msgspec.Struct):
+class _Spec(msgspec.Struct, rename="camel"):
     replicas: int | None = None
     suspend: bool | None = None
+    backoff_limit: int | None = None  # batch/v1 Job
 
 
 class Owner(msgspec.Struct, rename="camel"):
@@ -158,6 +159,7 @@ def kube_object(obj: Owner, api_version: str = "", kind: str = "") -> KubeObject
         annotations=dict(meta.annotations),
         replicas=obj.spec.replicas,
         suspend=obj.spec.suspend,
+        backoff_limit=obj.spec.backoff_limit,
     )
 
 

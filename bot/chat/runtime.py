@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from actions.advising import AdviceResult, AdviceSetup, gather_advice
 from actions.cost import CostReport
 from actions.detection import Detection, detect
 from actions.executors import ClusterWriter
@@ -173,6 +174,7 @@ class Runtime:
     clusters: tuple[ClusterParts, ...] = ()
     cluster_name: str = "default"
     unreachable: dict[str, str] = field(default_factory=dict)
+    advice_setup: AdviceSetup | None = None
     # Callers asking for the same period at once (ten people typing /gpu cost) share one report,
     # also those whose command waited in the queue while it was computed.
     _reports: SingleFlight[CostReport] = field(default_factory=lambda: SingleFlight(keep_seconds=60), repr=False)
@@ -253,6 +255,14 @@ class Runtime:
         if not self.clusters:
             return self.writer
         return self.parts(cluster).writer
+
+    def advice(self, now: datetime, team: str | None = None) -> AdviceResult:
+        """Advice at ``now`` (only ``team``'s when given) from the cluster and the history source.
+        Raises ReportUnavailable without an advice setup, and what the sources raise."""
+        if self.advice_setup is None:
+            raise ReportUnavailable("this bot was started without a Prometheus for advice history")
+        setup = self.advice_setup
+        return gather_advice(self.snapshot(now), setup.history, self.prices, self.policy, setup.policy, self.teams, now, team=team)
 
     def open_request_ids(self) -> dict[str, int]:
         """Finding key -> id of its ActionRequest awaiting approval."""

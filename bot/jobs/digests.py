@@ -25,10 +25,13 @@ from zoneinfo import ZoneInfo
 
 from apscheduler.triggers.cron import CronTrigger
 
+from actions.advising import AdviceResult
 from actions.cost import CostReport, TeamReport
 from actions.model import utc_now
 from actions.store import Store
 from bot.chat import Chat, Message
+from bot.chat.blocks import section
+from bot.chat.blocks.advice import could_save_lines
 from bot.chat.blocks.digests import admin_summary_message, chart_comment, team_digest_message, unreachable_note
 from bot.chat.chart import cost_chart_png
 from bot.settings import Settings
@@ -55,6 +58,7 @@ DIGEST_CATCH_UP_SECONDS = 6 * 3600
 
 ReportFn = Callable[[datetime, datetime], CostReport]
 ChartFn = Callable[[TeamReport | CostReport], bytes]
+AdviceFn = Callable[[datetime, str | None], AdviceResult]
 
 def last_fire_time(trigger: CronTrigger, now: datetime, lookback_seconds: float) -> datetime | None:
     """The latest fire time of ``trigger`` in ``(now - lookback_seconds, now]`` as aware UTC, or
@@ -140,7 +144,9 @@ class DigestsJob:
     (:meth:`bot.chat.runtime.Runtime.cost_report`); ``chart(report)`` draws a TeamReport or CostReport
     as PNG bytes. Claims are recorded in ``store`` as ``holder`` (this replica's identity).
     ``unreachable()`` gives the clusters the last sweep could not read (cluster -> why), named in
-    every digest (:attr:`bot.chat.runtime.Runtime.unreachable`)."""
+    every digest (:attr:`bot.chat.runtime.Runtime.unreachable`). ``advice(at, team)``
+    (:meth:`bot.chat.runtime.Runtime.advice`; None: no advice) adds a
+    "could save" section: the top three recommendations and their total."""
 
     store: Store
     chat: Chat
@@ -150,6 +156,23 @@ class DigestsJob:
     chart: ChartFn = cost_chart_png
     clock: Callable[[], datetime] = utc_now
     unreachable: Callable[[], Mapping[str, str]] = dict
+    advice: AdviceFn | None = None
+
+    def _could_save(self, d: DueDigest, message: Message) -> Message:
+        """``message`` with the "could save" section, or as it was when there is no advice or it
+        cannot be computed (the digest goes out without it)."""
+        if self.advice is None:
+            return message
+        try:
+            result = self.advice(d.period_end, d.team)
+        except Exception:  # noqa: BLE001 - a digest without advice beats no digest
+            log.exception("advice for digest %s failed; sent without it", d.job_id)
+            return message
+        lines = could_save_lines(result.recommendations, result.could_save_usd_per_month)
+        if not lines:
+            return message
+        blocks = [*message.blocks[:49], section("\n".join(lines))]
+        return Message(text=message.text, blocks=blocks, metadata=message.metadata)
 
     def _claimed(self, d: DueDigest) -> bool:
         return any(run.scheduled_at == d.scheduled_at for run in self.store.job_runs(d.job_id))
@@ -218,7 +241,7 @@ class DigestsJob:
         note = unreachable_note(self.unreachable())
         if note is not None:
             message = Message(text=message.text, blocks=[*message.blocks, note], metadata=message.metadata)
-        self.chat.post(d.channel, message)
+        self.chat.post(d.channel, self._could_save(d, message))
         if has_use:
             self.chat.upload_file(
                 d.channel,

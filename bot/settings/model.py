@@ -22,6 +22,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from actions.advice_model import AdvicePolicy
 from actions.policy import Policy, Team, TeamDirectory, slack_ids
 from actions.prices import PriceOverrides
 from actions.team_policy import merged
@@ -350,6 +351,7 @@ class Settings(BaseSettings):
     prices: PriceOverrides = Field(default_factory=PriceOverrides)
     jupyterhub: JupyterHubSettings = Field(default_factory=JupyterHubSettings)
     ledger: LedgerSettings = Field(default_factory=LedgerSettings)
+    advice: AdvicePolicy = Field(default_factory=AdvicePolicy)
 
     slack_bot_token: SecretStr | None = Field(None, validation_alias=AliasChoices("SLACK_BOT_TOKEN"))
     slack_app_token: SecretStr | None = Field(None, validation_alias=AliasChoices("SLACK_APP_TOKEN"))

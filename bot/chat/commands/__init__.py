@@ -12,7 +12,7 @@ import logging
 from types import ModuleType
 
 from bot.chat import blocks
-from bot.chat.commands import budget, cost, estimate, queue
+from bot.chat.commands import advise, budget, cost, estimate, queue
 from bot.chat.commands.context import CommandContext, Reply, UsageError
 from bot.chat.failures import explain
 
@@ -26,7 +26,7 @@ HELP_EXAMPLE = "/gpu help"
 
 def subcommands() -> dict[str, ModuleType]:
     """Subcommand name -> its module (``help`` is this package's own answer)."""
-    return {m.NAME: m for m in (estimate, queue, budget, cost)}
+    return {m.NAME: m for m in (estimate, queue, budget, cost, advise)}
 
 
 def help_reply() -> Reply:

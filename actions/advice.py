@@ -1,0 +1,267 @@
+"""Advice that saves money on GPUs used badly, not only idle ones. Pure: usage history and
+prices in, :class:`~actions.advice_model.Recommendation` out, highest USD per month saved first.
+
+Per consumer (:func:`advise_consumer`), over the last ``AdvicePolicy.window_seconds``:
+
+- **fewer GPUs**: ``N`` whole GPUs held but at most ``k < N`` busy at once (the
+  ``busy_quantile``, default the 99th percentile, of GPUs above ``busy_engine_pct``): ``k``
+  GPUs, saving ``(N - k) / N`` of its cost;
+- **a MIG profile**: one GPU (or one needed) whose peak framebuffer x (1 + ``fb_headroom``) and
+  peak engine activity fit a MIG profile of its GPU (:func:`actions.mig.smallest_profile`); it
+  then costs the profile's share of the GPU (``1g`` of 7 slices: 1/7), as the bot's GPU
+  accounting charges a MIG instance;
+- **spot**: an on-demand job (never a notebook, never serving) that restarts cleanly, priced at
+  the interruption-adjusted spot rate ``spot x I / (I - C/2)`` of :mod:`actions.estimate`.
+
+Per team and GPU family (:mod:`actions.commitments`): a commitment for the steady baseline.
+
+Money: a consumer's GPU-hours a month are its window's GPU-hours x 730 h / window hours;
+a rate is rounded to 4 decimals (USD per GPU-hour) and a monthly figure to the cent, so the
+figures shown multiply out. Right-sizing and spot for one consumer overlap: :func:`could_save`
+counts only the larger of them per consumer.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Iterable, Mapping, Sequence
+
+from actions.advice_model import (
+    CHECKPOINT_ANNOTATION,
+    INTERRUPTION_ANNOTATION,
+    AdvicePolicy,
+    ConsumerUsage,
+    Recommendation,
+    ReservedUse,
+    TeamBaseline,
+)
+from actions.commitments import advise_commitment, advise_reserved
+from actions.estimate import format_hours, interruption_overhead, usd_rate
+from actions.mig import smallest_profile
+from actions.model import CapacityType, PriceQuote, to_jsonable
+from actions.prices import PriceBook, PriceNotFound
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$")
+_UNIT_HOURS = {"s": 1 / 3600, "m": 1 / 60, "h": 1.0, "d": 24.0}
+
+
+def rate4(usd_per_gpu_hour: float) -> float:
+    """A rate rounded to 4 decimals, USD per GPU-hour, as shown."""
+    return round(usd_per_gpu_hour + 0.0, 4)
+
+
+def money(usd: float) -> float:
+    """USD to the cent."""
+    return round(usd + 0.0, 2)
+
+
+def duration_hours(text: str | None) -> float | None:
+    """Hours in an annotation value: ``"30m"``, ``"3h"``, ``"1d"``, ``"1800s"`` or plain
+    seconds (``"1800"``); ``None`` for a value that is none of these."""
+    if not text:
+        return None
+    match = _DURATION.match(text)
+    if match is None:
+        return None
+    return float(match.group(1)) * _UNIT_HOURS[match.group(2) or "s"]
+
+
+def _mib(mib: float) -> str:
+    return f"{mib / 1024:.1f} GiB ({mib:,.0f} MiB)"
+
+
+def _price(u: ConsumerUsage, prices: PriceBook) -> PriceQuote | None:
+    try:
+        return prices.quote(u.instance_type, u.capacity, u.gpu_model)
+    except PriceNotFound:
+        return None
+
+
+def _history(u: ConsumerUsage, window: str) -> list[tuple[str, str]]:
+    out = [("window", window)]
+    if u.gpu_hours is not None:
+        out.append(("GPU-hours in the window", f"{u.gpu_hours:,.1f}"))
+    return out
+
+
+def works_unseen(u: ConsumerUsage, policy: AdvicePolicy) -> bool:
+    """Whether the GPUs drew more than idle power while engine activity never rose above
+    ``busy_engine_pct``: light serving on a real H100 reads GPU_UTIL 0% at 190-250 W, so activity
+    cannot tell how much GPU such a consumer needs."""
+    return (
+        u.peak_engine_pct is not None and u.peak_engine_pct <= policy.busy_engine_pct
+        and u.mean_power_w is not None and u.idle_power_ceiling_w is not None
+        and u.mean_power_w > u.idle_power_ceiling_w
+    )
+
+
+def _right_size(u: ConsumerUsage, quote: PriceQuote, policy: AdvicePolicy, window: str) -> Recommendation | None:
+    """Fewer GPUs, or one MIG profile when one GPU is all it needs."""
+    if u.whole_gpus < 1 or u.busy_gpus is None:
+        return None
+    if works_unseen(u, policy):
+        return None
+    rate = rate4(quote.usd_per_gpu_hour)
+    monthly = u.gpu_hours_per_month
+    current = money(monthly * rate)
+    needed = max(1, math.ceil(u.busy_gpus - 1e-9))
+    signal = u.engine_signal or "engine activity"
+    pct = round(policy.busy_quantile * 100, 2)
+    evidence = [
+        *_history(u, window),
+        (f"p{pct:g} of GPUs busy at once ({signal} > {policy.busy_engine_pct:g}%)", f"{u.busy_gpus:g} of {u.whole_gpus}"),
+    ]
+    fit = None
+    if needed == 1 and u.peak_fb_mib is not None and u.peak_engine_pct is not None:
+        fit = smallest_profile(u.gpu_model, u.peak_fb_mib, u.peak_engine_pct, policy.fb_headroom)
+    if fit is not None:
+        evidence += [
+            ("peak framebuffer used (DCGM_FI_DEV_FB_USED)", _mib(u.peak_fb_mib or 0)),
+            (f"needed with {policy.fb_headroom:.0%} headroom", _mib(fit.needed_mib)),
+            (f"peak {signal}", f"{u.peak_engine_pct:.1f}%"),
+            (f"MIG {fit.profile}", f"{_mib(fit.memory_mib)}, {fit.slices} of {fit.gpu_slices} compute slices ({fit.share:.1%})"),
+        ]
+        advised = money(current * fit.share / u.whole_gpus)
+        return Recommendation(
+            kind="mig", key=f"mig/{u.key}", team=u.team, namespace=u.namespace, subject=u.subject,
+            summary=f"run {u.subject} on MIG {fit.profile} instead of {u.whole_gpus} whole {u.gpu_model}",
+            change=f"request `{fit.resource}: 1` instead of `nvidia.com/gpu: {u.whole_gpus}` "
+            f"(on a node whose GPUs are partitioned with {fit.profile}, GPU Operator mig.strategy mixed)",
+            current_usd_per_month=current, advised_usd_per_month=advised,
+            saving_usd_per_month=money(current - advised), evidence=tuple(evidence), prices=(quote,),
+            notes=(f"{usd_rate(rate)}/GPU-hour x {monthly:,.1f} GPU-hours a month; a {fit.profile} instance "
+                   f"is charged {fit.slices}/{fit.gpu_slices} of a GPU",),
+            target=u.target,
+        )
+    if needed >= u.whole_gpus:
+        return None
+    advised = money(current * needed / u.whole_gpus)
+    return Recommendation(
+        kind="fewer-gpus", key=f"fewer-gpus/{u.key}", team=u.team, namespace=u.namespace, subject=u.subject,
+        summary=f"give {u.subject} {needed} GPU{'s' if needed > 1 else ''} instead of {u.whole_gpus}",
+        change=(
+            f"set `nvidia.com/gpu: {needed}` in its pod template (now {u.whole_gpus})" if len(u.pods) == 1
+            else f"run it on {needed} GPUs in all (now {u.whole_gpus} over {len(u.pods)} pods): fewer pods or fewer GPUs each"
+        ),
+        current_usd_per_month=current, advised_usd_per_month=advised,
+        saving_usd_per_month=money(current - advised), evidence=tuple(evidence), prices=(quote,),
+        notes=(f"{usd_rate(rate)}/GPU-hour x {monthly:,.1f} GPU-hours a month x {needed}/{u.whole_gpus}",),
+        target=u.target,
+    )
+
+
+def _spot(u: ConsumerUsage, quote: PriceQuote, prices: PriceBook, policy: AdvicePolicy, window: str) -> Recommendation | None:
+    # Notebooks have a person waiting on them and serving has users: an interruption is an outage.
+    if u.role != "job" or u.capacity is not CapacityType.ON_DEMAND or u.restarts_cleanly is None:
+        return None
+    try:
+        spot = prices.quote(u.instance_type, CapacityType.SPOT, u.gpu_model, strict=True)
+    except PriceNotFound:
+        return None
+    interruption = duration_hours(u.annotations.get(INTERRUPTION_ANNOTATION)) or policy.interruption_hours
+    checkpoint = duration_hours(u.annotations.get(CHECKPOINT_ANNOTATION))
+    checkpoint = policy.checkpoint_hours if checkpoint is None else checkpoint
+    if checkpoint / 2 >= interruption:
+        return None  # it would never make progress on spot
+    factor = interruption_overhead(interruption, checkpoint)
+    od_rate, spot_rate = rate4(quote.usd_per_gpu_hour), rate4(spot.usd_per_gpu_hour)
+    effective = rate4(spot_rate * factor)
+    if effective >= od_rate:
+        return None
+    monthly = u.gpu_hours_per_month
+    current, advised = money(monthly * od_rate), money(monthly * effective)
+    said = "from its annotations" if INTERRUPTION_ANNOTATION in u.annotations or CHECKPOINT_ANNOTATION in u.annotations else "assumed"
+    evidence = [
+        *_history(u, window),
+        ("capacity", "on-demand"),
+        ("restarts cleanly", u.restarts_cleanly),
+        (f"interruption every / checkpoint every ({said})", f"{format_hours(interruption)} / {format_hours(checkpoint)}"),
+        ("spot, interruption-adjusted", f"{usd_rate(spot_rate)} x {factor:.4f} = {usd_rate(effective)}/GPU-hour"),
+    ]
+    return Recommendation(
+        kind="spot", key=f"spot/{u.key}", team=u.team, namespace=u.namespace, subject=u.subject,
+        summary=f"run {u.subject} on spot: {usd_rate(effective)} instead of {usd_rate(od_rate)} per GPU-hour",
+        change="schedule it on spot nodes: nodeSelector `karpenter.sh/capacity-type: spot` in its pod template, "
+        "or a spot ResourceFlavor first in its ClusterQueue",
+        current_usd_per_month=current, advised_usd_per_month=advised,
+        saving_usd_per_month=money(current - advised), evidence=tuple(evidence), prices=(quote, spot),
+        notes=(f"each interruption redoes half a checkpoint interval: spot x {format_hours(interruption)} / "
+               f"({format_hours(interruption)} - {format_hours(checkpoint)}/2)",),
+        target=u.target,
+    )
+
+
+def advise_consumer(u: ConsumerUsage, prices: PriceBook, policy: AdvicePolicy) -> list[Recommendation]:
+    """Right-sizing (fewer GPUs or MIG) and spot for one consumer (see the module docstring).
+    Nothing for reserved capacity (paid for, used or not) or a consumer no price covers. Pure."""
+    if u.capacity is CapacityType.RESERVED:
+        return []
+    quote = _price(u, prices)
+    if quote is None:
+        return []
+    window = format_hours(u.window_seconds / 3600)
+    found = [_right_size(u, quote, policy, window), _spot(u, quote, prices, policy, window)]
+    return [r for r in found if r is not None]
+
+
+def advise(
+    usages: Iterable[ConsumerUsage],
+    baselines: Iterable[TeamBaseline],
+    prices: PriceBook,
+    policy: AdvicePolicy,
+    *,
+    team: str | None = None,
+    reserved: Iterable[ReservedUse] = (),
+) -> list[Recommendation]:
+    """Every recommendation for ``usages``, ``baselines`` and ``reserved`` capacity (only
+    ``team``'s when given; reserved capacity only without a team) saving
+    at least ``policy.min_saving_usd_per_month``, highest USD per month saved first; advice
+    without a price (a commitment with no committed rate known) last. Pure."""
+    out: list[Recommendation] = []
+    for u in usages:
+        if team is None or u.team == team:
+            out += advise_consumer(u, prices, policy)
+    for b in baselines:
+        if team is None or b.team == team:
+            rec = advise_commitment(b, prices, policy)
+            if rec is not None:
+                out.append(rec)
+    if team is None:  # reserved capacity belongs to the cluster, not a team
+        out += [rec for rec in (advise_reserved(r, prices, policy) for r in reserved) if rec is not None]
+    kept = [r for r in out if r.saving_usd_per_month is None or r.saving_usd_per_month >= policy.min_saving_usd_per_month]
+    return sorted(kept, key=lambda r: (r.saving_usd_per_month is None, -(r.saving_usd_per_month or 0), r.key))
+
+
+def could_save(recs: Sequence[Recommendation]) -> float:
+    """USD per month the advice would save together: per consumer only its largest saving
+    (fewer GPUs, MIG and spot for one consumer overlap), plus every commitment and idle
+    reservation. Pure."""
+    best: dict[str, float] = {}
+    for r in recs:
+        if r.saving_usd_per_month is None:
+            continue
+        who = r.key if r.kind in ("commitment", "reserved-idle") else r.key.split("/", 1)[1]
+        best[who] = max(best.get(who, 0.0), r.saving_usd_per_month)
+    return money(sum(best.values()))
+
+
+def recommendation_to_jsonable(r: Recommendation) -> Mapping[str, object]:
+    """One recommendation as JSON-ready data (``advise --json``, ``report --json``): money in USD
+    per month, ``evidence`` as ``{name: value}``, ``prices`` with their sources and as-of dates."""
+    return {
+        "kind": r.kind,
+        "key": r.key,
+        "team": r.team,
+        "namespace": r.namespace,
+        "subject": r.subject,
+        "summary": r.summary,
+        "change": r.change,
+        "current_usd_per_month": r.current_usd_per_month,
+        "advised_usd_per_month": r.advised_usd_per_month,
+        "saving_usd_per_month": r.saving_usd_per_month,
+        "evidence": dict(r.evidence),
+        "prices": [to_jsonable(p) for p in r.prices],
+        "notes": list(r.notes),
+        "fingerprint": r.fingerprint,
+    }

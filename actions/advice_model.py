@@ -1,0 +1,221 @@
+"""What advice is made from and what it says: the history of one consumer or one team's GPUs,
+the settings that judge it, and the recommendations. Plain data, no I/O.
+
+Conventions as in :mod:`actions.model`: money USD, rates USD per GPU-hour, framebuffer MiB (as
+``DCGM_FI_DEV_FB_USED``), engine activity percent 0-100, durations seconds. A month is 730 h
+(the cloud billing convention, 8,760 h / 12), so a "USD per month" is a run rate: what the last
+window's use would cost over 730 h.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from actions.model import CapacityType, ObjectRef, PriceQuote
+from actions.prices import family_key
+
+HOURS_PER_MONTH = 730.0  # 8,760 h / 12, as clouds bill
+INTERRUPTIBLE_ANNOTATION = "gpu-cost-bot/interruptible"
+CHECKPOINT_ANNOTATION = "gpu-cost-bot/checkpoint-interval"
+INTERRUPTION_ANNOTATION = "gpu-cost-bot/interruption-interval"
+
+
+class CommitmentRate(BaseModel):
+    """A committed price for one GPU family: ``usd_per_gpu_hour`` (USD per GPU-hour, what a
+    1- or 3-year reservation or savings plan costs per GPU-hour used or not), the ``term`` it
+    binds (``"1 year, no upfront"``), where the figure comes from (``source``: "our EDP", "AWS
+    Savings Plans pricing page") and when it was checked (``as_of``, a date)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    usd_per_gpu_hour: float = Field(gt=0)
+    term: str = "1 year"
+    source: str = Field(min_length=1)
+    as_of: str = Field(min_length=1)
+
+
+class AdvicePolicy(BaseModel):
+    """How advice is judged (the ``advice`` section of the config).
+
+    ``window_seconds`` of history per consumer (default 7 days); ``commitment_window_seconds`` of
+    hourly history per team for commitments (default 30 days); a GPU counts as busy when its
+    engine activity is above ``busy_engine_pct`` (percent 0-100); ``busy_quantile`` (ratio 0-1)
+    of the GPUs busy at once decides how many a consumer needs; ``fb_headroom`` (ratio 0-1) is
+    added to the peak framebuffer before a MIG profile must hold it; ``baseline_quantile``
+    (ratio 0-1) of hourly GPUs in use is the steady baseline worth committing to, and
+    ``min_baseline_coverage`` (ratio 0-1) of the period's hours must have seen GPUs in use or
+    the baseline is 0. ``interruption_hours``/``checkpoint_hours`` price spot when a consumer's
+    annotations do not say (REFERENCE: one interruption per 4 h on AWS GPU spot).
+    ``commitment_rates`` maps GPU family -> your committed rate; reserved GPUs idle (activity at
+    or under ``busy_engine_pct``) in more than ``reserved_idle_ratio`` (ratio 0-1) of the
+    commitment window's hours are advice too. Advice saving less than
+    ``min_saving_usd_per_month`` (USD) is left out. Every ``post_every_seconds`` the advice that
+    is new or changed since it was last posted goes to each team's channel.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    window_seconds: float = Field(7 * 86400, ge=3600)
+    commitment_window_seconds: float = Field(30 * 86400, ge=86400)
+    busy_engine_pct: float = Field(1.0, ge=0, le=100)
+    busy_quantile: float = Field(0.99, gt=0, le=1)
+    fb_headroom: float = Field(0.10, ge=0, le=1)
+    baseline_quantile: float = Field(0.10, gt=0, lt=1)
+    min_baseline_coverage: float = Field(0.9, gt=0, le=1)
+    interruption_hours: float = Field(4.0, gt=0)
+    checkpoint_hours: float = Field(0.5, ge=0)
+    min_saving_usd_per_month: float = Field(10.0, ge=0)
+    post_every_seconds: float | None = Field(
+        86400, ge=3600, description="how often new or changed advice is posted to team channels (null: never)",
+    )
+
+    @field_validator("commitment_rates")
+    @classmethod
+    def _family_keys(cls, v: dict[str, CommitmentRate]) -> dict[str, CommitmentRate]:
+        # People write "h100" or "NVIDIA H100 80GB HBM3"; prices are matched on the family key.
+        out: dict[str, CommitmentRate] = {}
+        for name, rate in v.items():
+            key = family_key(name)
+            if key in out:
+                raise ValueError(f"commitment_rates lists family {key} twice (as {name!r} too)")
+            out[key] = rate
+        return out
+    commitment_rates: dict[str, CommitmentRate] = Field(default_factory=dict)
+    reserved_idle_ratio: float = Field(0.2, gt=0, le=1)
+
+
+@dataclass(frozen=True)
+class ConsumerUsage:
+    """One consumer's GPUs over the advice window, as the sweep names it.
+
+    ``role`` is ``"notebook"``, ``"job"`` or ``"serving"``; ``whole_gpus`` counts
+    ``nvidia.com/gpu`` requested (0 for MIG or shared requests) and ``gpus`` the physical-GPU
+    equivalents held; ``restarts_cleanly`` says why the consumer survives an interruption (a
+    Kueue Workload, a Job's ``backoffLimit``, the opt-in annotation), ``None`` when nothing
+    says it does. History: ``gpu_hours`` of samples in the window (GPU-hours), ``peak_fb_mib``
+    (MiB, the most any one of its GPUs held), ``peak_engine_pct`` (percent 0-100 of one GPU),
+    ``busy_gpus`` (the ``busy_quantile`` of its GPUs busy at once), ``mean_power_w`` (watts, the
+    highest mean of its GPUs) beside ``idle_power_ceiling_w`` (watts, the sweep's idle
+    ceiling for its GPU model). Any history figure may be ``None`` when Prometheus had no series.
+    """
+
+    key: str
+    team: str
+    namespace: str
+    consumer_kind: str
+    name: str
+    role: str
+    pods: tuple[str, ...]
+    whole_gpus: int
+    gpus: float
+    gpu_model: str
+    instance_type: str | None
+    capacity: CapacityType
+    window_seconds: float
+    gpu_hours: float | None = None
+    peak_fb_mib: float | None = None
+    peak_engine_pct: float | None = None
+    engine_signal: str | None = None
+    busy_gpus: float | None = None
+    mean_power_w: float | None = None
+    idle_power_ceiling_w: float | None = None
+    restarts_cleanly: str | None = None
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    workload: str | None = None
+    target: ObjectRef | None = None
+
+    @property
+    def subject(self) -> str:
+        """``"Notebook ml/llm-explore"``, with the Kueue Workload when there is one."""
+        who = f"{self.consumer_kind} {self.namespace}/{self.name}"
+        return f"{who}, Workload {self.workload}" if self.workload else who
+
+    @property
+    def gpu_hours_per_month(self) -> float:
+        """GPU-hours a month at the window's rate (``gpu_hours`` x 730 h / window hours), or
+        every GPU held all month when the history has no figure."""
+        if self.gpu_hours is None:
+            return self.gpus * HOURS_PER_MONTH
+        return self.gpu_hours * HOURS_PER_MONTH / (self.window_seconds / 3600)
+
+
+@dataclass(frozen=True)
+class TeamBaseline:
+    """One team's GPUs of one family over the commitment window: ``baseline_gpus`` is the
+    ``baseline_quantile`` of hourly GPUs in use over the hours that had any, ``hours_in_use``
+    how many hours had any of ``hours`` in the period. ``instance_type`` and ``capacity`` are
+    how the team's GPUs of this family are bought now (from its nodes; ``None``/unknown when
+    none run now)."""
+
+    team: str
+    gpu_model: str
+    baseline_gpus: float
+    hours_in_use: float
+    hours: float
+    instance_type: str | None = None
+    capacity: CapacityType = CapacityType.ON_DEMAND
+    peak_gpus: float | None = None
+
+
+@dataclass(frozen=True)
+class ReservedUse:
+    """Reserved GPUs of one model (on nodes of capacity type ``reserved`` or in
+    ``policy.reserved_nodepools``) over the commitment window: ``gpus`` of them, idle in
+    ``idle_ratio`` (ratio 0-1) of their GPU-hours, read at hourly marks; ``instance_type`` the
+    most common of their nodes; ``nodes`` their names."""
+
+    gpu_model: str
+    gpus: float
+    idle_ratio: float
+    hours: float
+    instance_type: str | None = None
+    nodes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """One piece of advice.
+
+    ``kind``: ``fewer-gpus``, ``mig``, ``spot``, ``commitment`` or ``reserved-idle``. ``subject`` names who it is
+    about, ``summary`` what to do in a sentence and ``change`` the manifest change or command
+    that does it. Money: ``current_usd_per_month`` what the part advised on costs now,
+    ``advised_usd_per_month`` after the change, ``saving_usd_per_month`` the difference (USD per
+    730-h month at the window's run rate; ``None`` when no price for the advised option is
+    known, then ``notes`` say how to set one). ``evidence`` holds the signal values as
+    ``(name, value as shown)`` pairs; ``prices`` the quotes used, each with its source and
+    as-of date. ``target`` is the object a right-sizing patch would change.
+    """
+
+    kind: str
+    key: str
+    team: str
+    namespace: str
+    subject: str
+    summary: str
+    change: str
+    current_usd_per_month: float
+    advised_usd_per_month: float | None
+    saving_usd_per_month: float | None
+    evidence: tuple[tuple[str, str], ...]
+    prices: tuple[PriceQuote, ...]
+    notes: tuple[str, ...] = ()
+    target: ObjectRef | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        """A short hash of what the advice says: its key, what to do (the summary names the
+        advised size, profile or rate) and the saving to 2 significant digits. The same advice on
+        unchanged use keeps its fingerprint, so it is not posted again; a saving that moves by
+        more than a rounding step, or a different size, is new advice."""
+        saving = "none" if self.saving_usd_per_month is None else f"{self.saving_usd_per_month:.2g}"
+        text = "|".join((self.kind, self.key, self.summary, saving))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @property
+    def claim(self) -> str:
+        """``"<key>#<fingerprint>"``: what a post of this advice is claimed under."""
+        return f"{self.key}#{self.fingerprint}"

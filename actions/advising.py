@@ -1,0 +1,96 @@
+"""One round of advice: from a cluster snapshot and a history source to the recommendations,
+as ``gpu-cost-bot advise``, ``/gpu advise``, the digest and ``report --json`` ask for it.
+
+The decisions are pure (:mod:`actions.advice_usage`, :mod:`actions.advice`); this module only
+asks the history source for what they need, once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Mapping, Protocol, Sequence
+
+from actions.advice import advise, could_save
+from actions.advice_model import AdvicePolicy, ConsumerUsage, Recommendation, TeamBaseline
+from actions.advice_usage import (
+    consumer_pods,
+    consumer_usages,
+    multi_pod_consumers,
+    reserved_nodes,
+    reserved_uses,
+    team_baselines,
+    team_namespaces,
+)
+from actions.model import ClusterSnapshot
+from actions.policy import Policy, TeamDirectory
+from actions.prices import PriceBook
+
+
+class HistorySource(Protocol):
+    def fetch(
+        self, at: datetime, policy: AdvicePolicy, consumers: Mapping[str, tuple[str, Sequence[str]]],
+        teams: Mapping[str, Sequence[str]], reserved_nodes: Sequence[str] = (),
+    ):
+        """An :class:`~actions.sources.prometheus_advice.AdviceHistory` ending at ``at``."""
+
+
+@dataclass(frozen=True)
+class AdviceSetup:
+    """Where advice's history comes from and how it is judged."""
+
+    history: HistorySource
+    policy: AdvicePolicy
+
+
+@dataclass(frozen=True)
+class AdviceResult:
+    """The recommendations at ``at`` (highest USD per month saved first), what they were made
+    from, and ``could_save_usd_per_month`` (USD per month, overlaps counted once:
+    :func:`actions.advice.could_save`)."""
+
+    at: datetime
+    recommendations: tuple[Recommendation, ...]
+    usages: tuple[ConsumerUsage, ...]
+    baselines: tuple[TeamBaseline, ...]
+    could_save_usd_per_month: float
+
+    def top(self, n: int) -> tuple[Recommendation, ...]:
+        """The ``n`` recommendations saving the most."""
+        return self.recommendations[:n]
+
+    def warnings(self) -> tuple[str, ...]:
+        """What the history lacked: consumers without DCGM series in the window."""
+        blind = [u.subject for u in self.usages if u.gpu_hours is None]
+        if not blind:
+            return ()
+        shown = ", ".join(blind[:5]) + (f" and {len(blind) - 5} more" if len(blind) > 5 else "")
+        return (f"{len(blind)} of {len(self.usages)} GPU consumers have no DCGM history in the window ({shown}): "
+                "no advice for them",)
+
+
+def gather_advice(
+    snapshot: ClusterSnapshot,
+    history: HistorySource,
+    prices: PriceBook,
+    policy: Policy,
+    advice_policy: AdvicePolicy,
+    teams: TeamDirectory,
+    at: datetime,
+    *,
+    team: str | None = None,
+) -> AdviceResult:
+    """Advice for every consumer in ``snapshot`` and every team (only ``team``'s when given),
+    from ``history`` ending at ``at``. Raises what the history source raises (TelemetryError)."""
+    groups = consumer_pods(snapshot, policy, teams)
+    namespaces = team_namespaces(snapshot, teams)
+    if team is not None:
+        groups = {k: v for k, v in groups.items() if teams.team_for(v[0].namespace).name == team}
+        namespaces = {team: teams.team_for_name(team).namespaces} if team in namespaces or team in teams.teams else {}
+    reserved = reserved_nodes(snapshot, policy) if team is None else []
+    fetched = history.fetch(at, advice_policy, multi_pod_consumers(groups), namespaces, reserved)
+    usages = consumer_usages(snapshot, groups, fetched.pods, fetched.consumer_busy, policy, teams, advice_policy.window_seconds)
+    baselines = team_baselines(snapshot, fetched.teams, policy, teams, advice_policy.commitment_window_seconds)
+    uses = reserved_uses(snapshot, fetched.reserved, policy, advice_policy.commitment_window_seconds)
+    recs = advise(usages, baselines, prices, advice_policy, team=team, reserved=uses)
+    return AdviceResult(at, tuple(recs), tuple(usages), tuple(baselines), could_save(recs))

@@ -1,0 +1,284 @@
+"""The history advice is made from, from dcgm-exporter series in Prometheus.
+
+Every figure is aggregated server-side; a fetch sends :data:`POD_QUERIES` (one each), one query
+per :data:`CONSUMERS_PER_QUERY` consumers of more than one pod, and :data:`TEAM_QUERIES` (one
+each), however many GPUs the cluster has. Label conventions are read as in
+:mod:`actions.sources.prometheus` (``pod``/``exported_pod``/``pod_name`` ...).
+
+Per pod, over ``AdvicePolicy.window_seconds``:
+
+- ``peak_fb``: the most framebuffer any of its GPUs held, ``DCGM_FI_DEV_FB_USED`` (MiB);
+- ``peak_engine``: the most engine activity of any of its GPUs, percent 0-100
+  (``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` x 100 where exported, else ``DCGM_FI_DEV_GPU_UTIL``);
+- ``mean_power``: the highest mean ``DCGM_FI_DEV_POWER_USAGE`` of its GPUs (watts), which tells
+  light serving (GPU_UTIL 0% at 190-250 W on a real H100) from idle;
+- ``gpu_hours``: GPU-hours with an activity sample, counted at :data:`STEP_SECONDS` steps;
+- ``busy``: the ``busy_quantile`` over :data:`STEP_SECONDS` steps of how many of its GPUs were
+  above ``busy_engine_pct`` at once. A consumer of several pods gets the same figure over all
+  its GPUs together (the quantile of a sum is not the sum of quantiles), named by its key.
+
+Per team and GPU model, over ``commitment_window_seconds`` at one-hour steps: the
+``baseline_quantile``, the count of hours with any and the most of the GPUs whole (not MIG)
+that the team's pods held at the hour mark.
+
+Reserved GPUs (the nodes named): per GPU model, how many and the share of their hourly marks
+over the commitment window at which their activity was at or under ``busy_engine_pct``, held by
+a pod or not.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Mapping, Sequence
+
+from actions.advice_model import AdvicePolicy
+from actions.model import ENGINE_ACTIVE, GPU_UTIL, POWER_USAGE
+from actions.sources.prometheus import PrometheusApi, TelemetryError, _by_gpu, _duration, _number
+
+FB_USED = "DCGM_FI_DEV_FB_USED"
+STEP_SECONDS = 300
+CONSUMERS_PER_QUERY = 20
+POD_QUERIES = ("peak_fb", "peak_engine", "mean_power", "gpu_hours", "busy")
+TEAM_QUERIES = ("baseline", "hours_in_use", "peak")
+RESERVED_QUERIES = ("idle_ratio", "gpus")
+SIGNAL = "engine_signal"
+_GPU = "UUID, GPU_I_ID, Hostname, modelName"
+# (namespace label, pod label) of each dcgm-exporter convention.
+_CONVENTIONS = (("namespace", "pod"), ("exported_namespace", "exported_pod"), ("pod_namespace", "pod_name"))
+
+
+@dataclass(frozen=True)
+class PodHistory:
+    """One pod's GPUs over the advice window (units as the module docstring; ``None`` when the
+    series is missing)."""
+
+    namespace: str
+    pod: str
+    model_name: str = ""
+    peak_fb_mib: float | None = None
+    peak_engine_pct: float | None = None
+    engine_signal: str | None = None
+    gpu_hours: float | None = None
+    busy_gpus: float | None = None
+    mean_power_w: float | None = None
+
+
+@dataclass(frozen=True)
+class TeamHistory:
+    """One team's whole GPUs of one model at hourly marks: ``baseline_gpus`` (the quantile),
+    ``hours_in_use`` (marks with any), ``peak_gpus`` (the most)."""
+
+    team: str
+    model_name: str
+    baseline_gpus: float
+    hours_in_use: float
+    peak_gpus: float | None = None
+
+
+@dataclass(frozen=True)
+class ReservedHistory:
+    """Reserved GPUs of one model: how many (``gpus``) and ``idle_ratio`` (ratio 0-1) of their
+    hourly marks idle."""
+
+    model_name: str
+    gpus: float
+    idle_ratio: float
+
+
+@dataclass(frozen=True)
+class AdviceHistory:
+    """What one fetch read, evaluated at ``at``: per pod, per multi-pod consumer (key -> GPUs
+    busy at once, the quantile) and per team and model."""
+
+    at: datetime
+    window_seconds: float
+    commitment_window_seconds: float
+    pods: tuple[PodHistory, ...] = ()
+    consumer_busy: Mapping[str, float] = field(default_factory=dict)
+    teams: tuple[TeamHistory, ...] = ()
+    reserved: tuple[ReservedHistory, ...] = ()
+
+
+def _regex(values: Sequence[str]) -> str:
+    """A PromQL string literal matching exactly ``values``."""
+    text = "|".join(re.escape(v) for v in sorted(values))
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _activity(engine: str, util: str) -> str:
+    return f"((100 * {_by_gpu('max', engine)}) or {_by_gpu('max', util)})"
+
+
+def pod_queries(policy: AdvicePolicy) -> dict[str, str]:
+    """The per-pod PromQL (module docstring), by name. Pure."""
+    w, step = _duration(policy.window_seconds), _duration(STEP_SECONDS)
+    peak_engine = (
+        f'max by (namespace, pod, {SIGNAL}) (label_replace(100 * {_by_gpu("max", f"max_over_time({ENGINE_ACTIVE}[{w}])")}, '
+        f'"{SIGNAL}", "{ENGINE_ACTIVE}", "", "") or ignoring ({SIGNAL}) '
+        f'label_replace({_by_gpu("max", f"max_over_time({GPU_UTIL}[{w}])")}, "{SIGNAL}", "{GPU_UTIL}", "", ""))'
+    )
+    activity = _activity(ENGINE_ACTIVE, GPU_UTIL)
+    return {
+        "peak_fb": f"max by (namespace, pod, modelName) ({_by_gpu('max', f'max_over_time({FB_USED}[{w}])')})",
+        "peak_engine": peak_engine,
+        "mean_power": f"max by (namespace, pod) ({_by_gpu('max', f'avg_over_time({POWER_USAGE}[{w}])')})",
+        "gpu_hours": f"sum by (namespace, pod) (count_over_time({activity}[{w}:{step}])) * {_number(STEP_SECONDS / 3600)}",
+        "busy": (
+            f"quantile_over_time({_number(policy.busy_quantile)}, "
+            f"(sum by (namespace, pod) ({activity} > bool {_number(policy.busy_engine_pct)}))[{w}:{step}])"
+        ),
+    }
+
+
+def _selected(metric: str, namespaces: Sequence[str], pods: Sequence[str] | None) -> str:
+    """``metric`` for these namespaces (and pods), whichever label convention carries them."""
+    parts = []
+    for ns_label, pod_label in _CONVENTIONS:
+        pod = f", {pod_label}=~{_regex(pods)}" if pods else f', {pod_label}!=""'
+        parts.append(f'{metric}{{{ns_label}=~{_regex(namespaces)}{pod}, GPU_I_ID=""}}')
+    return "(" + " or ".join(parts) + ")"
+
+
+def consumer_busy_query(policy: AdvicePolicy, consumers: Mapping[str, tuple[str, Sequence[str]]]) -> str:
+    """PromQL: for each consumer (key -> (namespace, its pods)), the ``busy_quantile`` of its
+    GPUs busy at once, as one series labelled ``consumer``. Pure."""
+    w, step, thr = _duration(policy.window_seconds), _duration(STEP_SECONDS), _number(policy.busy_engine_pct)
+    branches = []
+    for key, (ns, pods) in sorted(consumers.items()):
+        by = f"max by ({_GPU}) "
+        busy = (
+            f"sum(((100 * {by}({_selected(ENGINE_ACTIVE, [ns], pods)})) or {by}({_selected(GPU_UTIL, [ns], pods)}))"
+            f" > bool {thr})"
+        )
+        escaped = key.replace("\\", "\\\\").replace('"', '\\"').replace("$", "$$")
+        branches.append(f'label_replace({busy}, "consumer", "{escaped}", "", "")')
+    return f"quantile_over_time({_number(policy.busy_quantile)}, ({' or '.join(branches)})[{w}:{step}])"
+
+
+def team_queries(policy: AdvicePolicy, teams: Mapping[str, Sequence[str]]) -> dict[str, str]:
+    """The per-team PromQL (team -> its namespaces), by name, each series labelled ``team`` and
+    ``modelName``: whole GPUs the team's pods held at each hour mark over the commitment
+    window, reduced by quantile, count and max. Pure."""
+    w = _duration(policy.commitment_window_seconds)
+    branches = []
+    for team, namespaces in sorted(teams.items()):
+        metrics = " or ".join(_selected(m, namespaces, None) for m in (GPU_UTIL, ENGINE_ACTIVE))
+        in_use = f"count by (modelName) (max by ({_GPU}) ({metrics}))"
+        escaped = team.replace("\\", "\\\\").replace('"', '\\"').replace("$", "$$")
+        branches.append(f'label_replace({in_use}, "team", "{escaped}", "", "")')
+    series = f"({' or '.join(branches)})[{w}:1h]"
+    return {
+        "baseline": f"quantile_over_time({_number(policy.baseline_quantile)}, {series})",
+        "hours_in_use": f"count_over_time({series})",
+        "peak": f"max_over_time({series})",
+    }
+
+
+def reserved_queries(policy: AdvicePolicy, nodes: Sequence[str]) -> dict[str, str]:
+    """PromQL per GPU model (label ``modelName``) of the GPUs on ``nodes``: ``idle_ratio``, the
+    mean over GPUs of the share of hourly marks with activity at or under ``busy_engine_pct``,
+    and ``gpus``, how many there are now. Pure."""
+    w, thr = _duration(policy.commitment_window_seconds), _number(policy.busy_engine_pct)
+    hosts = _regex(nodes)
+    per_gpu = (
+        f"((100 * max by (UUID, Hostname, modelName) ({ENGINE_ACTIVE}{{Hostname=~{hosts}}} or {ENGINE_ACTIVE}{{hostname=~{hosts}}}))"
+        f" or max by (UUID, Hostname, modelName) ({GPU_UTIL}{{Hostname=~{hosts}}} or {GPU_UTIL}{{hostname=~{hosts}}}))"
+    )
+    return {
+        "idle_ratio": f"avg by (modelName) (avg_over_time(({per_gpu} <= bool {thr})[{w}:1h]))",
+        "gpus": f"count by (modelName) (last_over_time({per_gpu}[1h:5m]))",
+    }
+
+
+def _value(row: Mapping) -> float:
+    return float(row["value"][1])
+
+
+class AdviceHistorySource:
+    """Reads :class:`AdviceHistory` through a :class:`PrometheusApi` (shared with the sweep)."""
+
+    def __init__(self, api: PrometheusApi):
+        self.api = api
+
+    def fetch(
+        self,
+        at: datetime,
+        policy: AdvicePolicy,
+        consumers: Mapping[str, tuple[str, Sequence[str]]],
+        teams: Mapping[str, Sequence[str]],
+        reserved_nodes: Sequence[str] = (),
+    ) -> AdviceHistory:
+        """History ending at ``at`` (aware). ``consumers`` maps a multi-pod consumer's key to
+        (namespace, pod names); ``teams`` a team to its namespaces; ``reserved_nodes`` names the
+        nodes of reserved capacity. Raises ValueError for a
+        naive ``at`` and TelemetryError when Prometheus fails or answers something malformed."""
+        if at.tzinfo is None:
+            raise ValueError(f"at={at!r} has no time zone; pass an aware UTC datetime")
+        at = at.astimezone(timezone.utc)
+        rows = {name: self.api.instant(f"advice {name}", q, at) for name, q in pod_queries(policy).items()}
+        busy: dict[str, float] = {}
+        keys = sorted(consumers)
+        for i in range(0, len(keys), CONSUMERS_PER_QUERY):
+            chunk = {k: consumers[k] for k in keys[i : i + CONSUMERS_PER_QUERY]}
+            for row in self.api.instant("advice consumer busy", consumer_busy_query(policy, chunk), at):
+                busy[row["metric"].get("consumer", "")] = _value(row)
+        team_rows = (
+            {name: self.api.instant(f"advice team {name}", q, at) for name, q in team_queries(policy, teams).items()}
+            if teams else {}
+        )
+        reserved_rows = (
+            {name: self.api.instant(f"advice reserved {name}", q, at) for name, q in reserved_queries(policy, reserved_nodes).items()}
+            if reserved_nodes else {}
+        )
+        try:
+            return AdviceHistory(
+                at, policy.window_seconds, policy.commitment_window_seconds,
+                _pods(rows), busy, _teams(team_rows), _reserved(reserved_rows),
+            )
+        except (KeyError, ValueError, TypeError, IndexError) as e:
+            raise TelemetryError(f"Prometheus at {self.api.url} returned a malformed result: {e}") from e
+
+
+def _pods(rows: Mapping[str, list]) -> tuple[PodHistory, ...]:
+    found: dict[tuple[str, str], dict] = {}
+    for name, result in rows.items():
+        for row in result:
+            m = row["metric"]
+            if not m.get("pod"):
+                continue  # a GPU no pod holds
+            entry = found.setdefault((m.get("namespace", ""), m["pod"]), {})
+            entry[name] = _value(row)
+            if name == "peak_fb":
+                entry["model"] = m.get("modelName", "")
+            if name == "peak_engine":
+                entry["signal"] = m.get(SIGNAL)
+    return tuple(
+        PodHistory(ns, pod, e.get("model", ""), e.get("peak_fb"), e.get("peak_engine"), e.get("signal"),
+                   e.get("gpu_hours"), e.get("busy"), e.get("mean_power"))
+        for (ns, pod), e in sorted(found.items())
+    )
+
+
+def _teams(rows: Mapping[str, list]) -> tuple[TeamHistory, ...]:
+    found: dict[tuple[str, str], dict] = {}
+    for name, result in rows.items():
+        for row in result:
+            m = row["metric"]
+            found.setdefault((m.get("team", ""), m.get("modelName", "")), {})[name] = _value(row)
+    return tuple(
+        TeamHistory(team, model, e.get("baseline", 0.0), e.get("hours_in_use", 0.0), e.get("peak"))
+        for (team, model), e in sorted(found.items())
+    )
+
+
+def _reserved(rows: Mapping[str, list]) -> tuple[ReservedHistory, ...]:
+    found: dict[str, dict] = {}
+    for name, result in rows.items():
+        for row in result:
+            found.setdefault(row["metric"].get("modelName", ""), {})[name] = _value(row)
+    return tuple(
+        ReservedHistory(model, e.get("gpus", 0.0), e.get("idle_ratio", 0.0))
+        for model, e in sorted(found.items()) if "idle_ratio" in e
+    )

@@ -1,0 +1,111 @@
+"""What one round of advice costs as the fleet grows: queries, their time, and the backfill.
+
+For each N in --gpus it builds a fleet of N H100s in pods of 8 (batch/v1 Jobs under Kueue, one
+pod each, in N/32 namespaces rounded up, one team per namespace, every second Job of two pods so
+the multi-pod busy query is exercised), with 30 days of ``DCGM_FI_DEV_GPU_UTIL`` every 300 s and
+7 days of ``DCGM_FI_DEV_FB_USED`` and ``DCGM_FI_DEV_POWER_USAGE``, replaying the real H100 trace's
+phases (tests/fleet.py ``phase_rows``: half the GPUs of each pod training, half idle with a model
+loaded), loads them into a fresh Prometheus as tests/prometheus_server.py does, and times
+``gather_advice`` (median of --repeat runs, and the first) with the queries it sent.
+
+Run from the repository root (needs the ``prometheus`` and ``promtool`` binaries):
+
+    python benchmarks/advice.py [--gpus 16,64,128] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from actions.advice_model import AdvicePolicy  # noqa: E402
+from actions.advising import gather_advice  # noqa: E402
+from actions.model import GPU_UTIL, POWER_USAGE  # noqa: E402
+from actions.policy import Policy, TeamDirectory  # noqa: E402
+from actions.prices import PriceBook, PriceCatalog  # noqa: E402
+from actions.sources.kubectl_dump import snapshot_from_kubectl_dump  # noqa: E402
+from actions.sources.prometheus import PrometheusApi  # noqa: E402
+from actions.sources.prometheus_advice import AdviceHistorySource  # noqa: E402
+from tests.advice_fleet import ADVISE_AT, H100_PRODUCT, STARTED  # noqa: E402
+from tests.fleet import FB_USED, model_name, phase_rows  # noqa: E402
+from tests.prometheus_server import running_prometheus  # noqa: E402
+
+SCRAPE = 300
+
+
+def fleet(n_gpus: int) -> tuple[str, bytes]:
+    """(OpenMetrics text, kubectl dump) of ``n_gpus`` H100s in Jobs of 8 under Kueue."""
+    busy, idle = phase_rows("training"), phase_rows("notebook_idle_model_loaded")
+    start = ADVISE_AT - timedelta(days=30) + timedelta(seconds=60)
+    week = ADVISE_AT - timedelta(days=7)
+    steps = int((ADVISE_AT - start).total_seconds() // SCRAPE) + 1
+    times = [int((start + timedelta(seconds=i * SCRAPE)).timestamp()) for i in range(steps)]
+    recent = [i for i, t in enumerate(times) if t > week.timestamp()]
+    series, items = [], []
+    jobs = max(1, n_gpus // 8)
+    for j in range(jobs):
+        ns, node, job = f"team-{j // 4}", f"node-{j}", f"job-{j // 2 if j % 4 >= 2 else j}"
+        pod = f"{job}-{j}"
+        items.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "labels": {
+            "node.kubernetes.io/instance-type": "p5.48xlarge", "karpenter.sh/capacity-type": "on-demand",
+            "nvidia.com/gpu.product": H100_PRODUCT}}, "status": {"capacity": {"nvidia.com/gpu": "8"}}})
+        items.append({"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": pod, "namespace": ns, "uid": f"uid-{pod}", "creationTimestamp": STARTED,
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": job, "uid": f"uid-{ns}-{job}",
+                                 "controller": True}]},
+            "spec": {"nodeName": node, "containers": [{"name": "m", "resources": {"requests": {"nvidia.com/gpu": "8"}}}]},
+            "status": {"phase": "Running", "startTime": STARTED}})
+        if not any(i["kind"] == "Job" and i["metadata"]["name"] == job and i["metadata"]["namespace"] == ns for i in items):
+            items.append({"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+                "name": job, "namespace": ns, "uid": f"uid-{ns}-{job}", "creationTimestamp": STARTED}, "spec": {}})
+        for g in range(8):
+            rows = busy if g < 4 else idle
+            labels = f'Hostname="{node}",UUID="GPU-{node}-{g}",gpu="{g}",modelName="{model_name()}",namespace="{ns}",pod="{pod}"'
+            series.append((labels, rows))
+    out = []
+    for name, value, which in ((GPU_UTIL, lambda r: r.util_gpu_pct, range(steps)),
+                               (FB_USED, lambda r: r.fb_used_mib, recent), (POWER_USAGE, lambda r: r.power_w, recent)):
+        out += [f"# HELP {name} {name}", f"# TYPE {name} gauge"]
+        for labels, rows in series:
+            out.extend(f"{name}{{{labels}}} {value(rows[i % len(rows)]):g} {times[i]}" for i in which)
+    out.append("# EOF")
+    return "\n".join(out) + "\n", json.dumps({"apiVersion": "v1", "kind": "List", "items": items}).encode()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gpus", default="16,64,128")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    prices, policy = PriceBook(PriceCatalog.bundled()), AdvicePolicy()
+    for n in (int(x) for x in args.gpus.split(",")):
+        text, dump = fleet(n)
+        snapshot = snapshot_from_kubectl_dump(dump, ADVISE_AT)
+        with tempfile.TemporaryDirectory() as tmp:
+            began = time.monotonic()
+            with running_prometheus(text, Path(tmp)) as url:
+                loaded = time.monotonic() - began
+                api = PrometheusApi(url, timeout_seconds=600, attempts=1)
+                runs, recs, queries = [], 0, 0
+                for _ in range(args.repeat):
+                    before = api.requests
+                    t0 = time.monotonic()
+                    result = gather_advice(snapshot, AdviceHistorySource(api), prices, Policy(), policy,
+                                           TeamDirectory([]), ADVISE_AT)
+                    runs.append(time.monotonic() - t0)
+                    recs, queries = len(result.recommendations), api.requests - before
+        print(f"{n:5d} GPUs: {len(text) / 1e6:7.1f} MB OpenMetrics, backfill+start {loaded:6.1f} s; advice "
+              f"median {statistics.median(runs):6.2f} s (first {runs[0]:.2f} s), {queries} queries, "
+              f"{recs} recommendations", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""Advice as Block Kit: ``/gpu advise``, ``gpu-cost-bot advise`` (through the console's text) and
+the digest's "could save" section. Pure: recommendations in, :class:`~bot.chat.Message` out."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Sequence
+
+from actions.advice_model import Recommendation
+from bot.chat import Message
+from bot.chat.blocks import context, header, plain, section, short_time, usd
+
+MAX_SHOWN = 15  # 3 blocks each stays under Slack's 50 per message
+KIND_LABELS = {"fewer-gpus": "Fewer GPUs", "mig": "MIG profile", "spot": "Spot", "commitment": "Commitment"}
+
+
+def saving_text(r: Recommendation) -> str:
+    """``"saves $4,304.91/month"``, or why there is no figure."""
+    if r.saving_usd_per_month is None:
+        return "saving unknown: no committed rate"
+    return f"saves {usd(r.saving_usd_per_month)}/month"
+
+
+def recommendation_blocks(r: Recommendation) -> list[dict]:
+    """One recommendation: what to do and what it saves, the change, the evidence, the prices."""
+    now = usd(r.current_usd_per_month)
+    after = "" if r.advised_usd_per_month is None else f" → {usd(r.advised_usd_per_month)}"
+    lines = [
+        f"*{KIND_LABELS.get(r.kind, r.kind)}: {plain(r.summary)}*: {saving_text(r)} ({now}{after} a month)",
+        f"Change: {plain(r.change)}",
+        "Evidence: " + "; ".join(f"{plain(name)} {plain(value)}" for name, value in r.evidence),
+    ]
+    prices = [f"{plain(p.capacity_type.value)} {plain(p.source)}" + (f", as of {plain(p.as_of)}" if p.as_of else "")
+              for p in r.prices]
+    notes = [plain(n) for n in r.notes]
+    return [section("\n".join(lines)), context("Prices: " + " | ".join(prices), *notes)]
+
+
+def advice_message(recs: Sequence[Recommendation], could_save: float, at: datetime, team: str | None = None) -> Message:
+    """The answer to ``/gpu advise [team]``: every recommendation, highest saving first, each
+    with its evidence and price sources, and what they would save together."""
+    scope = f" for team {team}" if team else ""
+    if not recs:
+        text = (f"No advice{scope} at {short_time(at)}: no consumer's GPUs are larger than its use, on-demand where "
+                "spot would do, or steady enough to commit to.")
+        return Message(text=text, blocks=[section(text)])
+    title = f"GPU advice{scope}: could save {usd(could_save)}/month"
+    out: list[dict] = [header(title)]
+    for r in recs[:MAX_SHOWN]:
+        out += recommendation_blocks(r)
+    more = f" ({len(recs) - MAX_SHOWN} more not shown)" if len(recs) > MAX_SHOWN else ""
+    out.append(context(
+        f"{len(recs)} recommendation(s){more} at {short_time(at)}. A month is 730 h at the last window's rate; "
+        "the total counts each consumer's largest saving once."
+    ))
+    return Message(text=plain(title), blocks=out)
+
+
+def could_save_lines(recs: Sequence[Recommendation], could_save: float, n: int = 3) -> list[str]:
+    """The digest's "could save" section: the top ``n`` recommendations and the total."""
+    if not recs:
+        return []
+    lines = [f"*Could save {usd(could_save)}/month*"]
+    lines += [f"• {plain(r.summary)}: {saving_text(r)}" for r in recs[:n]]
+    if len(recs) > n:
+        lines.append(f"• and {len(recs) - n} more: `/gpu advise`")
+    return lines

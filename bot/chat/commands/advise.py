@@ -1,0 +1,30 @@
+"""``/gpu advise [team]``: how to spend less on GPUs that are used badly, each piece of advice with
+its evidence, its dollars a month and where the prices come from."""
+
+from __future__ import annotations
+
+from actions.sources.kubernetes import ClusterReadError
+from bot.chat import blocks
+from bot.chat.blocks.advice import advice_message
+from bot.chat.commands.context import CommandContext, Reply, UsageError
+
+NAME = "advise"
+SUMMARY = "right-size GPUs, move jobs to spot, commit to the steady baseline: each with its evidence and USD a month"
+EXAMPLE = "/gpu advise research"
+
+
+def handle(args: str, ctx: CommandContext) -> Reply:
+    """Advice for every team, or the one named. Raises UsageError for more than one word."""
+    parts = args.split()
+    if len(parts) > 1:
+        raise UsageError(f"`/gpu advise` takes at most one team name, got {len(parts)} words.", EXAMPLE)
+    rt = ctx.rt
+    if rt is None:
+        return Reply(blocks.error_message("`/gpu advise` needs the running bot's cluster and Prometheus."))
+    team = parts[0] if parts else None
+    now = rt.clock()
+    try:
+        result = rt.advice(now, team=team)
+    except ClusterReadError as e:
+        return Reply(blocks.error_message(f"I could not read the cluster: {blocks.plain(e)}"))
+    return Reply(advice_message(result.recommendations, result.could_save_usd_per_month, now, team))

@@ -1,0 +1,72 @@
+"""The scheduled advice post: each team's new or changed recommendations to its channel, every
+``advice.post_every_seconds`` (default daily).
+
+A recommendation is claimed in the store (``Store.record_alert``, kind ``advice``, keyed by the
+recommendation's key and fingerprint) before it is posted and posted only when this call
+claimed it, so advice on unchanged use is never posted twice, by this replica or another; when
+the use changes (another size, profile or rate, or a saving that moved) the fingerprint changes
+and the advice is posted again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from actions.advice import could_save
+from actions.advising import AdviceResult
+from actions.policy import TeamDirectory
+from actions.store import Store
+from bot.chat import Chat, ChatError
+from bot.chat.blocks.advice import advice_message
+
+log = logging.getLogger(__name__)
+
+JOB_ID = "advice-post"
+KIND = "advice"
+
+AdviceFn = Callable[[datetime, str | None], AdviceResult]
+
+
+@dataclass
+class AdviceJob:
+    """Posts new advice: ``advice(at, team)`` computes it (:meth:`bot.chat.runtime.Runtime.advice`),
+    ``teams`` say where each team's goes."""
+
+    store: Store
+    chat: Chat
+    teams: TeamDirectory
+    advice: AdviceFn
+
+    def run(self, now: datetime) -> dict[str, int]:
+        """Post every team's advice not posted before. Returns counts: ``posted`` (advice in
+        messages sent), ``repeated`` (claimed before: unchanged), ``no-channel`` (a team without
+        a channel and no default). Raises what the advice sources raise; a post that fails is
+        logged and its advice stays claimed (it may have been shown)."""
+        result = self.advice(now, None)
+        counts = {"posted": 0, "repeated": 0, "no-channel": 0}
+        by_team: dict[str, list] = {}
+        for r in result.recommendations:
+            by_team.setdefault(r.team, []).append(r)
+        for team, recs in sorted(by_team.items()):
+            channel = self.teams.channel_for(self.teams.team_for_name(team))
+            if channel is None:
+                counts["no-channel"] += len(recs)
+                continue
+            fresh = [r for r in recs if self.store.record_alert(team, KIND, r.claim, now)]
+            counts["repeated"] += len(recs) - len(fresh)
+            if not fresh:
+                continue
+            try:
+                self.chat.post(channel, advice_message(fresh, could_save(fresh), now, team))
+            except ChatError:
+                log.exception("advice for team %s could not be posted to %s", team, channel)
+                continue
+            counts["posted"] += len(fresh)
+        return counts
+
+    def scheduled(self, scheduled_at: datetime) -> None:
+        """The scheduler's run for ``scheduled_at``."""
+        self.run(scheduled_at)

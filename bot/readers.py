@@ -1,0 +1,98 @@
+"""The Prometheus readers a bot's settings describe: DCGM telemetry (or a recording), Kueue
+metrics, usage history for reports (Prometheus, or the usage ledger in the bot's database), and
+the history advice is drawn from. :mod:`bot.wiring` and the CLI commands build their readers here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from actions.advising import AdviceSetup
+from actions.ledger_store import LedgerStore
+from actions.reporting import CostSetup
+from actions.sources.ledger_usage import SOURCES, LedgerUsage
+from actions.sources.prometheus import PrometheusApi, PrometheusTelemetry
+from actions.sources.prometheus_advice import AdviceHistorySource
+from actions.sources.prometheus_kueue import KueueMetrics
+from actions.sources.prometheus_usage import PrometheusUsage
+from actions.sources.recorded import RecordedTelemetry
+from actions.store import Store
+from bot.settings import Settings
+
+
+def _prometheus(settings: Settings) -> dict[str, Any]:
+    """The connection options every Prometheus reader shares: URL, headers (with the bearer
+    token), TLS verification."""
+    return {
+        "url": settings.prometheus.url,
+        "headers": settings.prometheus_headers(),
+        "verify_tls": settings.prometheus.verify_tls,
+    }
+
+
+def telemetry_source(settings: Settings, telemetry_file: str | Path | None = None):
+    """A telemetry recording when one is given, else the configured Prometheus."""
+    if telemetry_file:
+        return RecordedTelemetry.from_file(telemetry_file)
+    p = _prometheus(settings)
+    return PrometheusTelemetry(
+        p["url"], p["headers"], verify_tls=p["verify_tls"], timeout_seconds=settings.prometheus.timeout_seconds
+    )
+
+
+def kueue_metrics(settings: Settings) -> KueueMetrics:
+    """The admission-wait and spot-ratio reader for the configured Prometheus."""
+    p = _prometheus(settings)
+    return KueueMetrics(
+        p["url"], p["headers"], verify_tls=p["verify_tls"], timeout_seconds=settings.prometheus.timeout_seconds
+    )
+
+
+def prometheus_usage(settings: Settings) -> PrometheusUsage:
+    """The configured Prometheus's kube-state-metrics and DCGM history, read with the cost
+    queries' timeout and the team label."""
+    p = _prometheus(settings)
+    return PrometheusUsage(
+        p["url"], p["headers"], verify_tls=p["verify_tls"],
+        timeout_seconds=settings.costs.query_timeout_seconds, team_label=settings.costs.team_label,
+    )
+
+
+def usage_source(settings: Settings, store: Store | None, source: str = "auto") -> PrometheusUsage | LedgerUsage:
+    """Where reports read usage: ``prometheus`` straight from Prometheus; ``ledger`` the usage
+    ledger in ``store`` alone (no PromQL); ``auto`` the ledger with the current hour from
+    Prometheus when ``ledger.enabled`` (else Prometheus). Raises ValueError for another source,
+    or ``ledger`` without a store."""
+    if source not in SOURCES:
+        raise ValueError(f"source {source!r} is not one of {', '.join(SOURCES)}; e.g. --source ledger")
+    prometheus = prometheus_usage(settings)
+    if source == "prometheus" or (source == "auto" and (not settings.ledger.enabled or store is None)):
+        return prometheus
+    if store is None:
+        raise ValueError("source ledger reads the database; give a config whose database_url holds the ledger")
+    return LedgerUsage(
+        LedgerStore(store), prometheus, cluster=settings.cluster_name, team_label=settings.costs.team_label,
+        source=source,
+    )
+
+
+def cost_setup(settings: Settings, store: Store | None = None, source: str = "auto") -> CostSetup:
+    """Cost reports from :func:`usage_source` (the ledger in ``store`` when ``ledger.enabled``,
+    else the configured Prometheus's history), with the ``costs`` settings (team label, top
+    consumers, time zone)."""
+    return CostSetup(
+        usage=usage_source(settings, store, source),
+        team_label=settings.costs.team_label,
+        top_consumers=settings.costs.top_consumers,
+        timezone=settings.costs.timezone,
+        spot_ratio_target=settings.alerts.spot_ratio_target,
+    )
+
+
+def advice_setup(settings: Settings) -> AdviceSetup:
+    """Advice history from the configured Prometheus (7 and 30 days of DCGM series are heavy
+    queries: ``costs.query_timeout_seconds`` bounds them), judged by the ``advice`` settings."""
+    p = _prometheus(settings)
+    api = PrometheusApi(p["url"], p["headers"], verify_tls=p["verify_tls"], timeout_seconds=settings.costs.query_timeout_seconds)
+    return AdviceSetup(AdviceHistorySource(api), settings.advice)
