@@ -7,7 +7,7 @@ asks the history source for what they need, once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Mapping, Protocol, Sequence
 
@@ -55,6 +55,15 @@ class AdviceResult:
     baselines: tuple[TeamBaseline, ...]
     could_save_usd_per_month: float
 
+    def for_team(self, team: str) -> AdviceResult:
+        """The part of this advice that is ``team``'s (reserved capacity is the cluster's, not a
+        team's, so it is left out), its total recomputed."""
+        recs = tuple(r for r in self.recommendations if r.team == team and r.kind != "reserved-idle")
+        return AdviceResult(
+            self.at, recs, tuple(u for u in self.usages if u.team == team),
+            tuple(b for b in self.baselines if b.team == team), could_save(recs),
+        )
+
     def top(self, n: int) -> tuple[Recommendation, ...]:
         """The ``n`` recommendations saving the most."""
         return self.recommendations[:n]
@@ -94,3 +103,24 @@ def gather_advice(
     uses = reserved_uses(snapshot, fetched.reserved, policy, advice_policy.commitment_window_seconds)
     recs = advise(usages, baselines, prices, advice_policy, team=team, reserved=uses)
     return AdviceResult(at, tuple(recs), tuple(usages), tuple(baselines), could_save(recs))
+
+
+def fleet_advice(results: Sequence[tuple[str, AdviceResult]], at: datetime) -> AdviceResult:
+    """The advice of several clusters as one: ``results`` are ``(cluster name, its advice)``.
+    Each recommendation's ``subject`` names its cluster and its ``key`` carries it (so two
+    clusters' ``ml/trainer`` are two consumers, and :func:`~actions.advice.could_save` counts
+    overlaps within a cluster only); sorted as :func:`~actions.advice.advise` sorts, highest USD
+    per month saved first. Pure."""
+    recs: list[Recommendation] = []
+    for cluster, result in results:
+        for r in result.recommendations:
+            kind, _, rest = r.key.partition("/")
+            recs.append(replace(r, key=f"{kind}/{cluster}::{rest}", subject=f"{r.subject} in {cluster}"))
+    recs.sort(key=lambda r: (r.saving_usd_per_month is None, -(r.saving_usd_per_month or 0), r.key))
+    return AdviceResult(
+        at, tuple(recs),
+        tuple(u for _, result in results for u in result.usages),
+        tuple(b for _, result in results for b in result.baselines),
+        could_save(recs),
+    )
+

@@ -28,10 +28,15 @@ def advice_for_report(settings, cluster_state: Optional[Path], at, team: Optiona
     from bot.wiring import cluster_access
 
     try:
-        snapshot = cluster_access(settings, cluster_state)[0].snapshot(at)
-        setup = advice_setup(settings)
-        result = gather_advice(snapshot, setup.history, price_book(settings), settings.policy, setup.policy,
-                               settings.team_directory(), at, team=team)
+        if settings.clusters and cluster_state is None:
+            from bot.fleet import clusters_advice
+
+            result = clusters_advice(settings, at, team)
+        else:
+            snapshot = cluster_access(settings, cluster_state)[0].snapshot(at)
+            setup = advice_setup(settings)
+            result = gather_advice(snapshot, setup.history, price_book(settings), settings.policy, setup.policy,
+                                   settings.team_directory(), at, team=team)
     except Exception as e:  # noqa: BLE001 - the report stands without its advice
         return {"advice": None, "could_save_usd_per_month": None}, [f"advice not computed: {explain(e).message}"]
     data = {
@@ -71,15 +76,23 @@ def advise(
     except ValueError:
         raise typer.BadParameter(f"{at!r} is not RFC 3339; write it like 2026-11-30T00:30:00Z", param_hint="--at") from None
     teams = s.team_directory()
-    reader, _ = cluster_access(s, cluster_state)
-    snapshot = reader.snapshot(when)
-    if team is not None and team not in teams.teams and team not in {teams.team_for(p.namespace).name for p in snapshot.pods}:
-        known = sorted(set(teams.teams) | {teams.team_for(p.namespace).name for p in snapshot.pods})
-        raise typer.BadParameter(f"no team {team!r}; teams: {', '.join(known) or 'none'}", param_hint="--team")
-    from actions.advising import gather_advice
+    if s.clusters and cluster_state is None:
+        from bot.fleet import clusters_advice
 
-    setup = advice_setup(s)
-    result = gather_advice(snapshot, setup.history, price_book(s), s.policy, setup.policy, teams, when, team=team)
+        result = clusters_advice(s, when)
+        seen = {u.team for u in result.usages}
+    else:
+        from actions.advising import gather_advice
+
+        snapshot = cluster_access(s, cluster_state)[0].snapshot(when)
+        setup = advice_setup(s)
+        result = gather_advice(snapshot, setup.history, price_book(s), s.policy, setup.policy, teams, when)
+        seen = {teams.team_for(p.namespace).name for p in snapshot.pods}
+    if team is not None and team not in teams.teams and team not in seen:
+        known = sorted(set(teams.teams) | seen)
+        raise typer.BadParameter(f"no team {team!r}; teams: {', '.join(known) or 'none'}", param_hint="--team")
+    if team is not None:
+        result = result.for_team(team)
     warnings = result.warnings()
     if as_json:
         typer.echo(json.dumps({

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
+from actions.advising import AdviceResult, fleet_advice, gather_advice
 from actions.cost import CostReport
 from actions.executors import KubernetesWriter, RoutingWriter
 from actions.executors.jupyterhub import HubWriter
@@ -19,6 +20,7 @@ from actions.sources.prometheus import PrometheusTelemetry
 from actions.sources.prometheus_usage import PrometheusUsage
 from bot.chat.runtime import ClusterParts, UnknownCluster
 from bot.jobs.prices import price_book
+from bot.readers import advice_setup
 from bot.settings import Settings
 from bot.settings.clusters import ClusterTarget
 
@@ -66,6 +68,7 @@ def cluster_parts(settings: Settings, hubs: HubWriter | None = None) -> tuple[Cl
             telemetry=telemetry_for(settings, target),
             writer=RoutingWriter(KubernetesWriter(api, timeout_seconds=k.timeout_seconds), hubs if i == 0 else None),
             costs=costs_for(settings, target),
+            advice=advice_setup(settings, target),
         ))
     return tuple(parts)
 
@@ -93,3 +96,19 @@ def cost_reports(
         return build_report(chosen.costs, book, teams, policy, start, end, api_nodes=nodes(chosen)), None
     fleet = build_fleet_report([(p.name, p.costs, nodes(p)) for p in parts], book, teams, policy, start, end)
     return fleet.fleet, fleet
+
+
+def clusters_advice(settings: Settings, at: datetime, team: str | None = None) -> AdviceResult:
+    """The advice of every cluster of ``clusters:`` at ``at`` (only ``team``'s when given), each
+    from its own API server and its own history, as one result
+    (:func:`~actions.advising.fleet_advice`). Raises ValueError without ``clusters:``, and what
+    a cluster's sources raise (ClusterReadError, TelemetryError)."""
+    parts = cluster_parts(settings)
+    if not parts:
+        raise ValueError("clusters_advice is for a bot with `clusters:`")
+    book, teams = price_book(settings), settings.team_directory()
+    return fleet_advice([
+        (p.name, gather_advice(p.cluster.snapshot(at), p.advice.history, book, settings.policy, p.advice.policy, teams, at, team=team))
+        for p in parts
+    ], at)
+

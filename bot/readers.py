@@ -19,6 +19,7 @@ from actions.sources.prometheus_usage import PrometheusUsage
 from actions.sources.recorded import RecordedTelemetry
 from actions.store import Store
 from bot.settings import Settings
+from bot.settings.clusters import ClusterTarget
 
 
 def _prometheus(settings: Settings) -> dict[str, Any]:
@@ -90,9 +91,11 @@ def cost_setup(settings: Settings, store: Store | None = None, source: str = "au
     )
 
 
-def advice_setup(settings: Settings) -> AdviceSetup:
-    """Advice history from the configured Prometheus (7 and 30 days of DCGM series are heavy
-    queries: ``costs.query_timeout_seconds`` bounds them), judged by the ``advice`` settings."""
+def advice_setup(settings: Settings, target: ClusterTarget | None = None) -> AdviceSetup:
+    """Advice history from the configured Prometheus, or ``target``'s (a cluster of
+    ``clusters:``, narrowed to its label); 7 and 30 days of DCGM series are heavy queries:
+    ``costs.query_timeout_seconds`` bounds them. Judged by the ``advice`` settings."""
     p = _prometheus(settings)
-    api = PrometheusApi(p["url"], p["headers"], verify_tls=p["verify_tls"], timeout_seconds=settings.costs.query_timeout_seconds)
+    url, headers, scope = (p["url"], p["headers"], None) if target is None else (target.prometheus_url, target.headers, target.scope)
+    api = PrometheusApi(url, headers, verify_tls=p["verify_tls"], timeout_seconds=settings.costs.query_timeout_seconds, scope=scope)
     return AdviceSetup(AdviceHistorySource(api), settings.advice)

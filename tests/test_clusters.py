@@ -415,6 +415,11 @@ def test_report_per_cluster_and_for_the_fleet(report_config):
     by_cluster = {c["cluster"]: (round(c["gpu_hours"], 6), round(c["cost_usd"], 2)) for c in data["clusters"]}
     east_hours = 312 + 720 + 1080 + 24 + 48
     assert by_cluster == {"east": (east_hours, 9524.16), "west": (312 + 720, 5908.32)}
+    # Advice comes from each cluster's own API server and history, each piece naming its cluster.
+    assert isinstance(data["advice"], list), data["warnings"]
+    # Research holds its H100s every hour in both clusters: one commitment piece per cluster.
+    assert sorted((a["kind"], a["subject"]) for a in data["advice"]) == [
+        ("commitment", "team research, H100 in east"), ("commitment", "team research, H100 in west")]
 
     text = _report(report_config)
     assert text.exit_code == 0, text.output

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from actions.advising import AdviceResult, AdviceSetup, gather_advice
+from actions.advising import AdviceResult, AdviceSetup, fleet_advice, gather_advice
 from actions.cost import CostReport
 from actions.detection import Detection, detect
 from actions.executors import ClusterWriter
@@ -77,13 +77,15 @@ class NoClusterAnswered(RuntimeError):
 @dataclass(frozen=True)
 class ClusterParts:
     """One cluster of several (``clusters:``): its ``name``, the reader of its API server, its
-    telemetry, the writer that acts on it, and its cost reports (None: no usage source)."""
+    telemetry, the writer that acts on it, its cost reports and its advice history (None: no
+    usage source)."""
 
     name: str
     cluster: ClusterReader
     telemetry: TelemetrySource
     writer: ClusterWriter
     costs: CostSetup | None = None
+    advice: AdviceSetup | None = None
 
 
 def detect_clusters(
@@ -257,12 +259,18 @@ class Runtime:
         return self.parts(cluster).writer
 
     def advice(self, now: datetime, team: str | None = None) -> AdviceResult:
-        """Advice at ``now`` (only ``team``'s when given) from the cluster and the history source.
+        """Advice at ``now`` (only ``team``'s when given) from the cluster and the history source;
+        with several clusters, each cluster's from its own (:func:`~actions.advising.fleet_advice`).
         Raises ReportUnavailable without an advice setup, and what the sources raise."""
         if self.advice_setup is None:
             raise ReportUnavailable("this bot was started without a Prometheus for advice history")
-        setup = self.advice_setup
-        return gather_advice(self.snapshot(now), setup.history, self.prices, self.policy, setup.policy, self.teams, now, team=team)
+        policy = self.advice_setup.policy
+        if self.clusters:
+            return fleet_advice([
+                (c.name, gather_advice(c.cluster.snapshot(now), c.advice.history, self.prices, self.policy, policy, self.teams, now, team=team))
+                for c in self.clusters if c.advice is not None
+            ], now)
+        return gather_advice(self.snapshot(now), self.advice_setup.history, self.prices, self.policy, policy, self.teams, now, team=team)
 
     def open_request_ids(self) -> dict[str, int]:
         """Finding key -> id of its ActionRequest awaiting approval."""
