@@ -112,7 +112,8 @@ def test_update_requests_changes_what_update_fields_changes(store: Store) -> Non
     later = T0 + timedelta(minutes=15)
     fields = {"finding_json": json.dumps({"idle_seconds": 4500}), "usd_per_hour": 7.5, "act_at": later}
     one = store.update_fields(a.id, now=later, actor="system", event="updated", **fields)
-    (bulk,) = store_bulk.update_requests(store, [(b.id, fields)], now=later, actor="system", event="updated")
+    assert store_bulk.update_requests(store, [(b.id, fields)], now=later, actor="system", event="updated") == [b.id]
+    bulk = store.get(b.id)
     assert (bulk.version, bulk.updated_at, bulk.usd_per_hour, bulk.act_at) == (2, later, 7.5, later)
     assert _row(store.get(b.id)) == _row(store.get(a.id)) == _row(one)
     assert store.get(b.id).finding_json == fields["finding_json"]
@@ -127,7 +128,10 @@ def test_update_requests_in_a_few_statements_leaving_out_missing_ids(store: Stor
     with _statements(store) as sent:
         done = store_bulk.update_requests(store, [*changes, (10**9, {"note": "x"})], now=later, actor="system",
                                           event="updated")
-    assert [r.id for r in done] == [r.id for r in reqs]
+    assert done == [r.id for r in reqs]
+    by_id = store_bulk.requests_by_id(store, done)
+    done = [by_id[i] for i in done]
+    assert store_bulk.versions(store, [reqs[0].id, 10**9]) == {reqs[0].id: 2}
     assert [r.usd_per_hour for r in done] == [float(i) for i in range(300)]
     assert done[7].act_at == later and done[8].act_at is None
     assert all(r.version == 2 and r.updated_at == later for r in done)

@@ -121,9 +121,9 @@ class MessageSync:
                     continue
                 shown.append((req.id, req.version))
             store_bulk.messages_shown(self.rt.store, shown)
-            current = store_bulk.requests_by_id(self.rt.store, [i for i, _ in shown])
+            current = store_bulk.versions(self.rt.store, [i for i, _ in shown])
             for request_id, version in shown:
-                if request_id in current and current[request_id].version != version:
+                if current.get(request_id, version) != version:
                     done += self.sync(request_id)  # changed while it was written: write the newer state
                 else:
                     done += 1
