@@ -181,17 +181,49 @@ def claim_messages(store: Store, ids: Sequence[int], now: datetime, lease_second
     return sorted(claimed, key=lambda r: order[r.id])
 
 
-def messages_shown(store: Store, shown: Sequence[tuple[int, int]]) -> None:
-    """:meth:`Store.message_shown` (an update of a message already posted, without ``channel``
-    and ``ts``) for many requests: each ``(request_id, version)`` records that version shown,
-    clears the retry state and releases the hold. One executemany UPDATE."""
-    if not shown:
+def messages_posting(store: Store, ids: Sequence[int], now: datetime) -> None:
+    """:meth:`Store.message_posting` for many requests: record that their first posts are about
+    to be sent (kept where one was already recorded). One UPDATE per :data:`CHUNK`."""
+    table = ActionRequest.__table__
+    with store._session() as session, session.begin():
+        for chunk in _chunks(sorted(set(ids))):
+            session.connection().execute(
+                sa.update(table)
+                .where(table.c.id.in_(chunk), table.c.post_started_at.is_(None))
+                .values(post_started_at=_utc(now))
+            )
+
+
+def messages_shown(
+    store: Store, shown: Sequence[tuple[int, int]], now: datetime, posted: Sequence[tuple[int, int, str, str]] = ()
+) -> None:
+    """:meth:`Store.message_shown` for many requests, in one transaction: each ``(request_id,
+    version)`` of ``shown`` (a message updated in place) and each ``(request_id, version,
+    channel, ts)`` of ``posted`` (just posted; audited ``posted`` at ``now``) records that
+    version shown, clears the retry state and releases the hold. One executemany UPDATE each,
+    and one INSERT of the audit events."""
+    if not shown and not posted:
         return
     table = ActionRequest.__table__
-    statement = (
-        sa.update(table)
-        .where(table.c.id == sa.bindparam("b_id"))
-        .values(shown_version=sa.bindparam("b_version"), sync_failures=0, sync_due_at=None, sync_lease_until=None)
-    )
+    released = dict(sync_failures=0, sync_due_at=None, sync_lease_until=None)
     with store._session() as session, session.begin():
-        session.connection().execute(statement, [{"b_id": i, "b_version": v} for i, v in shown])
+        connection = session.connection()
+        if shown:
+            statement = (
+                sa.update(table).where(table.c.id == sa.bindparam("b_id"))
+                .values(shown_version=sa.bindparam("b_version"), **released)
+            )
+            connection.execute(statement, [{"b_id": i, "b_version": v} for i, v in shown])
+        if posted:
+            statement = (
+                sa.update(table).where(table.c.id == sa.bindparam("b_id"))
+                .values(shown_version=sa.bindparam("b_version"), channel=sa.bindparam("b_channel"),
+                        message_ts=sa.bindparam("b_ts"), **released)
+            )
+            connection.execute(statement, [{"b_id": i, "b_version": v, "b_channel": c, "b_ts": t} for i, v, c, t in posted])
+            at = _utc(now)
+            connection.execute(sa.insert(AuditEvent.__table__), [
+                {"request_id": i, "at": at, "actor": SYSTEM_ACTOR, "event": "posted",
+                 "detail_json": _detail_json({"channel": c, "ts": t})}
+                for i, _, c, t in posted
+            ])

@@ -147,9 +147,15 @@ def test_claim_messages_skips_held_ones_and_messages_shown_releases(store: Store
     claimed = store_bulk.claim_messages(store, [reqs[3].id, reqs[1].id, reqs[0].id, reqs[2].id], T0, 120)
     assert [r.id for r in claimed] == [reqs[3].id, reqs[0].id, reqs[2].id]  # in the order asked
     assert store_bulk.claim_messages(store, [reqs[0].id], T0 + timedelta(seconds=60), 120) == []
-    store_bulk.messages_shown(store, [(reqs[0].id, 1), (reqs[3].id, 1)])
+    store_bulk.messages_shown(store, [(reqs[0].id, 1)], T0, posted=[(reqs[3].id, 1, "C0GPU", "1732352400.000100")])
     shown = store_bulk.requests_by_id(store, [r.id for r in reqs])
     assert (shown[reqs[0].id].shown_version, shown[reqs[0].id].sync_lease_until) == (1, None)
+    assert (shown[reqs[3].id].shown_version, shown[reqs[3].id].channel, shown[reqs[3].id].message_ts) == (
+        1, "C0GPU", "1732352400.000100")
+    assert _events(store, reqs[3])[-1] == (T0, "system", "posted", '{"channel":"C0GPU","ts":"1732352400.000100"}')
     assert shown[reqs[2].id].shown_version is None and shown[reqs[2].id].sync_lease_until is not None
+    store_bulk.messages_posting(store, [reqs[1].id, reqs[2].id], T0)
+    store_bulk.messages_posting(store, [reqs[2].id], T0 + timedelta(minutes=1))  # the first attempt is kept
+    assert store.get(reqs[2].id).post_started_at == T0 and store.get(reqs[0].id).post_started_at is None
     # Released: claimable again at once, as after Store.message_shown.
     assert [r.id for r in store_bulk.claim_messages(store, [reqs[0].id], T0, 120)] == [reqs[0].id]
