@@ -18,6 +18,7 @@ Fractions of a GPU (every consumer holds a number of physical-GPU equivalents):
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 
@@ -83,6 +84,8 @@ _JOINED = (("RTX", "6000", "ADA"), ("RTX", "PRO", "6000"))
 _MIG_PROFILE = re.compile(r"(\d+)g\.(\d+)gb", re.IGNORECASE)
 
 
+# A fleet has a handful of model names and a sweep asks for each once a GPU.
+@functools.lru_cache(maxsize=1024)
 def gpu_family(model_name: str) -> str | None:
     """The family key of a GPU's name: DCGM ``modelName``, GFD ``nvidia.com/gpu.product``, a
     catalog entry or what someone typed.

@@ -59,6 +59,20 @@ def requests_by_id(store: Store, ids: Iterable[int]) -> dict[int, ActionRequest]
         return {r.id: r for chunk in _chunks(wanted) for r in _select_ids(session, chunk)}
 
 
+def versions(store: Store, ids: Iterable[int]) -> dict[int, int]:
+    """Each request's ``version`` by id (ids of no request absent): whether it changed since it
+    was read, without loading it."""
+    table = ActionRequest.__table__
+    wanted = sorted(set(ids))
+    with store.engine.connect() as connection:
+        return {
+            request_id: version for chunk in _chunks(wanted)
+            for request_id, version in connection.execute(
+                sa.select(table.c.id, table.c.version).where(table.c.id.in_(chunk))
+            ).all()
+        }
+
+
 def _select_ids(session: Any, ids: Sequence[int]) -> list[ActionRequest]:
     query = select(ActionRequest).where(col(ActionRequest.id).in_(ids)).execution_options(populate_existing=True)
     return list(session.exec(query).all())
@@ -103,13 +117,14 @@ def create_requests(store: Store, new: Sequence[NewRequest], now: datetime) -> l
 
 def update_requests(
     store: Store, changes: Sequence[tuple[int, Mapping[str, Any]]], *, now: datetime, actor: str, event: str
-) -> list[ActionRequest]:
+) -> list[int]:
     """:meth:`Store.update_fields` (without ``in_states``) for many requests: each
     ``(request_id, fields)`` sets its fields, bumps ``version``, sets ``updated_at = now`` and is
     audited as ``event`` by ``actor``, all in one transaction: one executemany UPDATE per
-    distinct set of field names, one INSERT of the audit events, one SELECT per :data:`CHUNK`.
-    Returns the updated requests in the order given (ids of no request left out). Raises
-    ValueError like :meth:`Store.update_fields`."""
+    distinct set of field names, one INSERT of the audit events, one SELECT of ids per
+    :data:`CHUNK`. Returns the ids of the updated requests in the order given (ids of no
+    request left out; read them with :func:`requests_by_id`, which a sweep needs only for those
+    whose message it writes). Raises ValueError like :meth:`Store.update_fields`."""
     now = _utc(now)
     cleaned = [(request_id, _clean_fields(fields)) for request_id, fields in changes]
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
@@ -129,14 +144,17 @@ def update_requests(
                          "version": table.c.version + 1})
             )
             connection.execute(statement, params)
-        found = {r.id: r for chunk in _chunks(ids) for r in _select_ids(session, chunk)}
+        found = {
+            request_id for chunk in _chunks(ids)
+            for request_id in connection.execute(sa.select(table.c.id).where(table.c.id.in_(chunk))).scalars()
+        }
         audit = [
             {"request_id": request_id, "at": now, "actor": actor, "event": event, "detail_json": _detail_json(None)}
             for request_id in ids if request_id in found
         ]
         if audit:
             connection.execute(sa.insert(AuditEvent.__table__), audit)
-    return [found[request_id] for request_id in ids if request_id in found]
+    return [request_id for request_id in ids if request_id in found]
 
 
 def claim_messages(store: Store, ids: Sequence[int], now: datetime, lease_seconds: float) -> list[ActionRequest]:
@@ -163,17 +181,49 @@ def claim_messages(store: Store, ids: Sequence[int], now: datetime, lease_second
     return sorted(claimed, key=lambda r: order[r.id])
 
 
-def messages_shown(store: Store, shown: Sequence[tuple[int, int]]) -> None:
-    """:meth:`Store.message_shown` (an update of a message already posted, without ``channel``
-    and ``ts``) for many requests: each ``(request_id, version)`` records that version shown,
-    clears the retry state and releases the hold. One executemany UPDATE."""
-    if not shown:
+def messages_posting(store: Store, ids: Sequence[int], now: datetime) -> None:
+    """:meth:`Store.message_posting` for many requests: record that their first posts are about
+    to be sent (kept where one was already recorded). One UPDATE per :data:`CHUNK`."""
+    table = ActionRequest.__table__
+    with store._session() as session, session.begin():
+        for chunk in _chunks(sorted(set(ids))):
+            session.connection().execute(
+                sa.update(table)
+                .where(table.c.id.in_(chunk), table.c.post_started_at.is_(None))
+                .values(post_started_at=_utc(now))
+            )
+
+
+def messages_shown(
+    store: Store, shown: Sequence[tuple[int, int]], now: datetime, posted: Sequence[tuple[int, int, str, str]] = ()
+) -> None:
+    """:meth:`Store.message_shown` for many requests, in one transaction: each ``(request_id,
+    version)`` of ``shown`` (a message updated in place) and each ``(request_id, version,
+    channel, ts)`` of ``posted`` (just posted; audited ``posted`` at ``now``) records that
+    version shown, clears the retry state and releases the hold. One executemany UPDATE each,
+    and one INSERT of the audit events."""
+    if not shown and not posted:
         return
     table = ActionRequest.__table__
-    statement = (
-        sa.update(table)
-        .where(table.c.id == sa.bindparam("b_id"))
-        .values(shown_version=sa.bindparam("b_version"), sync_failures=0, sync_due_at=None, sync_lease_until=None)
-    )
+    released = dict(sync_failures=0, sync_due_at=None, sync_lease_until=None)
     with store._session() as session, session.begin():
-        session.connection().execute(statement, [{"b_id": i, "b_version": v} for i, v in shown])
+        connection = session.connection()
+        if shown:
+            statement = (
+                sa.update(table).where(table.c.id == sa.bindparam("b_id"))
+                .values(shown_version=sa.bindparam("b_version"), **released)
+            )
+            connection.execute(statement, [{"b_id": i, "b_version": v} for i, v in shown])
+        if posted:
+            statement = (
+                sa.update(table).where(table.c.id == sa.bindparam("b_id"))
+                .values(shown_version=sa.bindparam("b_version"), channel=sa.bindparam("b_channel"),
+                        message_ts=sa.bindparam("b_ts"), **released)
+            )
+            connection.execute(statement, [{"b_id": i, "b_version": v, "b_channel": c, "b_ts": t} for i, v, c, t in posted])
+            at = _utc(now)
+            connection.execute(sa.insert(AuditEvent.__table__), [
+                {"request_id": i, "at": at, "actor": SYSTEM_ACTOR, "event": "posted",
+                 "detail_json": _detail_json({"channel": c, "ts": t})}
+                for i, _, c, t in posted
+            ])

@@ -112,7 +112,8 @@ def test_update_requests_changes_what_update_fields_changes(store: Store) -> Non
     later = T0 + timedelta(minutes=15)
     fields = {"finding_json": json.dumps({"idle_seconds": 4500}), "usd_per_hour": 7.5, "act_at": later}
     one = store.update_fields(a.id, now=later, actor="system", event="updated", **fields)
-    (bulk,) = store_bulk.update_requests(store, [(b.id, fields)], now=later, actor="system", event="updated")
+    assert store_bulk.update_requests(store, [(b.id, fields)], now=later, actor="system", event="updated") == [b.id]
+    bulk = store.get(b.id)
     assert (bulk.version, bulk.updated_at, bulk.usd_per_hour, bulk.act_at) == (2, later, 7.5, later)
     assert _row(store.get(b.id)) == _row(store.get(a.id)) == _row(one)
     assert store.get(b.id).finding_json == fields["finding_json"]
@@ -127,7 +128,10 @@ def test_update_requests_in_a_few_statements_leaving_out_missing_ids(store: Stor
     with _statements(store) as sent:
         done = store_bulk.update_requests(store, [*changes, (10**9, {"note": "x"})], now=later, actor="system",
                                           event="updated")
-    assert [r.id for r in done] == [r.id for r in reqs]
+    assert done == [r.id for r in reqs]
+    by_id = store_bulk.requests_by_id(store, done)
+    done = [by_id[i] for i in done]
+    assert store_bulk.versions(store, [reqs[0].id, 10**9]) == {reqs[0].id: 2}
     assert [r.usd_per_hour for r in done] == [float(i) for i in range(300)]
     assert done[7].act_at == later and done[8].act_at is None
     assert all(r.version == 2 and r.updated_at == later for r in done)
@@ -143,9 +147,15 @@ def test_claim_messages_skips_held_ones_and_messages_shown_releases(store: Store
     claimed = store_bulk.claim_messages(store, [reqs[3].id, reqs[1].id, reqs[0].id, reqs[2].id], T0, 120)
     assert [r.id for r in claimed] == [reqs[3].id, reqs[0].id, reqs[2].id]  # in the order asked
     assert store_bulk.claim_messages(store, [reqs[0].id], T0 + timedelta(seconds=60), 120) == []
-    store_bulk.messages_shown(store, [(reqs[0].id, 1), (reqs[3].id, 1)])
+    store_bulk.messages_shown(store, [(reqs[0].id, 1)], T0, posted=[(reqs[3].id, 1, "C0GPU", "1732352400.000100")])
     shown = store_bulk.requests_by_id(store, [r.id for r in reqs])
     assert (shown[reqs[0].id].shown_version, shown[reqs[0].id].sync_lease_until) == (1, None)
+    assert (shown[reqs[3].id].shown_version, shown[reqs[3].id].channel, shown[reqs[3].id].message_ts) == (
+        1, "C0GPU", "1732352400.000100")
+    assert _events(store, reqs[3])[-1] == (T0, "system", "posted", '{"channel":"C0GPU","ts":"1732352400.000100"}')
     assert shown[reqs[2].id].shown_version is None and shown[reqs[2].id].sync_lease_until is not None
+    store_bulk.messages_posting(store, [reqs[1].id, reqs[2].id], T0)
+    store_bulk.messages_posting(store, [reqs[2].id], T0 + timedelta(minutes=1))  # the first attempt is kept
+    assert store.get(reqs[2].id).post_started_at == T0 and store.get(reqs[0].id).post_started_at is None
     # Released: claimable again at once, as after Store.message_shown.
     assert [r.id for r in store_bulk.claim_messages(store, [reqs[0].id], T0, 120)] == [reqs[0].id]

@@ -107,27 +107,42 @@ class MessageSync:
         post, a failed write and a request changed while written go through :meth:`sync`.
         Returns how many messages show their request now. Raises what the store raises."""
         done = 0
+        store = self.rt.store
         for start in range(0, len(request_ids), BATCH):
             shown: list[tuple[int, int]] = []
-            for req in store_bulk.claim_messages(self.rt.store, request_ids[start:start + BATCH], now, LEASE_SECONDS):
-                if not (req.message_ts and req.channel):
+            posted: list[tuple[int, int, str, str]] = []
+            claimed = store_bulk.claim_messages(store, request_ids[start:start + BATCH], now, LEASE_SECONDS)
+            first = {req.id: self._channel(req) for req in claimed if not (req.message_ts and req.channel)}
+            # Recorded as started before any is sent, as Store.message_posting is for one.
+            store_bulk.messages_posting(store, [i for i, ch in first.items() if ch], now)
+            for req in claimed:
+                if req.id in first and (not first[req.id] or req.post_started_at is not None):
+                    # Nowhere to post, or an earlier post may have landed: the careful path.
                     written = self._write_claimed(req, now)
                     done += self.sync(req.id) if written is None else written
                     continue
                 try:
-                    self.rt.chat.update(MessageRef(req.channel, req.message_ts), render(req, now))
+                    if req.id in first:
+                        ref = self.rt.chat.post(first[req.id], render(req, now))
+                        posted.append((req.id, req.version, ref.channel, ref.ts))
+                    else:
+                        self.rt.chat.update(MessageRef(req.channel, req.message_ts), render(req, now))
+                        shown.append((req.id, req.version))
                 except ChatError as e:
                     self._failed(req, now, e)
-                    continue
-                shown.append((req.id, req.version))
-            store_bulk.messages_shown(self.rt.store, shown)
-            current = store_bulk.requests_by_id(self.rt.store, [i for i, _ in shown])
-            for request_id, version in shown:
-                if request_id in current and current[request_id].version != version:
+            store_bulk.messages_shown(store, shown, now, posted)
+            written = shown + [(i, v) for i, v, _, _ in posted]
+            current = store_bulk.versions(store, [i for i, _ in written])
+            for request_id, version in written:
+                if current.get(request_id, version) != version:
                     done += self.sync(request_id)  # changed while it was written: write the newer state
                 else:
                     done += 1
         return done
+
+    def _channel(self, req: ActionRequest) -> str | None:
+        """Where the request's message goes: where it is, else its team's channel."""
+        return req.channel or self.rt.teams.channel_for(self.rt.teams.team_for_name(req.team))
 
     def _failed(self, req: ActionRequest, now: datetime, e: ChatError) -> None:
         retry_at = now + timedelta(seconds=backoff_seconds(req.sync_failures + 1))
@@ -150,7 +165,7 @@ class MessageSync:
             self.rt.chat.update(MessageRef(req.channel, req.message_ts), message)
             store.message_shown(req.id, req.version, now)
             return
-        channel = req.channel or self.rt.teams.channel_for(self.rt.teams.team_for_name(req.team))
+        channel = self._channel(req)
         if not channel:
             # Nowhere to show it; retrying cannot help until the config names a channel.
             log.warning("request %s: team %s has no channel; not posted", req.id, req.team)

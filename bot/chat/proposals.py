@@ -228,7 +228,7 @@ class Proposals:
         updated = store_bulk.update_requests(store, changes, now=now, actor=SYSTEM, event="updated")
         counts["proposed"] += len(created)
         counts["updated"] += len(updated)
-        self.refresh_messages([r.id for r in (*created, *updated)], now)
+        self.refresh_messages([r.id for r in created] + updated, now)
         return counts
 
     # --- actions whose outcome is unknown -----------------------------------------------------
