@@ -233,9 +233,11 @@ class LedgerStore:
                 where.append(t.c.namespace.in_(list(namespaces)) | (t.c.measure == "capacity"))
             key = [t.c[k] for k in _KEY]
             sums = (sa.func.sum(t.c.gpu_hours), sa.func.sum(t.c.idle_gpu_hours))
-            add_rows(connection.execute(sa.select(*key, sa.func.max(last), *sums).where(*where).group_by(*key)))
+            # .all(): one fetchall, not a fetchone per row (a month of a large fleet is 100,000s of rows).
+            add_rows(connection.execute(sa.select(*key, sa.func.max(last), *sums).where(*where).group_by(*key)).all())
             dkey = [t.c.day, t.c.namespace, t.c.node]
-            add_days(connection.execute(sa.select(*dkey, *sums).where(*where, t.c.measure == "held").group_by(*dkey)))
+            add_days(connection.execute(
+                sa.select(*dkey, *sums).where(*where, t.c.measure == "held").group_by(*dkey)).all())
 
         h, d = usage_hour, usage_day
         with self.engine.connect() as connection:
