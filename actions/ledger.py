@@ -204,20 +204,12 @@ def usage_from_rows(
     ``last_over_time`` gives them in a report from Prometheus. Pure."""
     pods: dict[tuple, list] = {}
     owners: dict[tuple[str, str], PodOwner] = {}
-    nodes: dict[str, tuple[datetime, NodeInfo]] = {}
+    latest: dict[str, LedgerRow] = {}
     teams: dict[str, tuple[datetime, str | None]] = {}
     capacity: dict[str, float] = defaultdict(float)
     for r in rows:
-        info = NodeInfo(
-            r.node,
-            instance_type=r.instance_type,
-            capacity_type=CapacityType(r.capacity_type) if r.capacity_type else None,
-            gpu_model=r.gpu_product,
-            replicas=r.replicas,
-            node_pool=r.node_pool,
-        )
-        if r.node not in nodes or nodes[r.node][0] < r.hour:
-            nodes[r.node] = (r.hour, info)
+        if r.node not in latest or latest[r.node].hour < r.hour:
+            latest[r.node] = r
         if r.measure == CAPACITY:
             capacity[r.node] += r.gpu_hours
             continue
@@ -225,14 +217,22 @@ def usage_from_rows(
             teams[r.namespace] = (r.hour, r.namespace_team)
         # A pod name cannot hold "/", so these never meet a real pod's name.
         pod = f"{r.owner_kind}/{r.owner_name}/{r.queue or ''}"
-        owners[(r.namespace, pod)] = owner_for(r.namespace, pod, r.owner_kind, r.owner_name, r.queue)
+        if (r.namespace, pod) not in owners:
+            owners[(r.namespace, pod)] = owner_for(r.namespace, pod, r.owner_kind, r.owner_name, r.queue)
         acc = pods.setdefault((r.namespace, pod, r.node, r.gpu_model, r.flavor), [0.0, 0.0])
         acc[0] += r.gpu_hours
         acc[1] += r.idle_gpu_hours
+    # As a report from Prometheus orders them (by namespace, pod, node): the first pod on a node
+    # to name its GPU model names it for the node's daily rows.
     pod_rows = tuple(
         PodUsage(ns, pod, node, hours, idle, model, flavor)
-        for (ns, pod, node, model, flavor), (hours, idle) in sorted(pods.items(), key=_key)
+        for (ns, pod, node, model, flavor), (hours, idle) in sorted(pods.items(), key=lambda kv: kv[0][:3])
     )
+    nodes = {
+        n: NodeInfo(n, instance_type=r.instance_type, gpu_model=r.gpu_product, replicas=r.replicas,
+                    capacity_type=CapacityType(r.capacity_type) if r.capacity_type else None, node_pool=r.node_pool)
+        for n, r in latest.items()
+    }
     daily = tuple(
         DailyUsage(d.day, d.namespace, d.node, d.gpu_hours, min(d.idle_gpu_hours, d.gpu_hours))
         for d in sorted(days, key=lambda d: (d.day, d.namespace, d.node))
@@ -245,7 +245,7 @@ def usage_from_rows(
         step_seconds=step_seconds,
         pods=pod_rows,
         daily=daily,
-        nodes={n: info for n, (_, info) in nodes.items()},
+        nodes=nodes,
         owners=owners,
         namespace_labels=labels,
         idle_threshold_pct=idle_threshold_pct,

@@ -4,6 +4,9 @@
   owner, node, GPU model and flavor (:class:`actions.ledger.LedgerRow`), with the node's pricing
   facts and the price in force when written. Indexed for the report's access paths: by
   (cluster, hour) for a period, and by (cluster, namespace, hour) for one team's namespaces.
+- ``usage_day``: the same rows summed per UTC day as the hours are written (in the same
+  transaction), so a month's report sums 30 rows per key instead of 720; a period's whole days are
+  read from it, its partial days from ``usage_hour``.
 - ``usage_hour_filled``: which hours are written (``filled``, ``partial`` or ``empty``) and when.
   An hour's rows and its filled row are written in one transaction, and only by whoever inserts
   the filled row: an hour is final once written, and two writers never write it twice.
@@ -14,8 +17,9 @@ Works on SQLite and PostgreSQL; importing this module registers the tables with
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import fields
-from datetime import datetime
+from datetime import date, datetime, timedelta, timezone
 from typing import Iterable, Mapping, Sequence
 
 import sqlalchemy as sa
@@ -68,16 +72,64 @@ usage_hour_filled = sa.Table(
 _ROW_FIELDS = [f.name for f in fields(LedgerRow)]
 # The key a period's sum is taken over: everything but the hour and the figures.
 _KEY = [c for c in _ROW_FIELDS if c not in ("hour", "gpu_hours", "idle_gpu_hours", "usd_per_gpu_hour", "price_source")]
+
+usage_day = sa.Table(
+    "usage_day",
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True, autoincrement=True),
+    sa.Column("day", sa.Date(), nullable=False),
+    sa.Column("key_hash", sa.String(40), nullable=False),
+    *[sa.Column(c.name, c.type, nullable=c.nullable) for c in usage_hour.columns if c.name in _KEY],
+    sa.Column("last_hour", UTCDateTime(), nullable=False),
+    sa.Column("hours", sa.Integer(), nullable=False),
+    sa.Column("gpu_hours", sa.Float(), nullable=False),
+    sa.Column("idle_gpu_hours", sa.Float(), nullable=False),
+    sa.UniqueConstraint("cluster", "day", "key_hash"),
+)
 BATCH_ROWS = 5000
 
 
-def _insert(engine: sa.Engine):
+def _insert(engine: sa.Engine, table: sa.Table = usage_hour_filled):
     # An INSERT that resolves a conflict itself, so racing writers see no IntegrityError.
     if engine.dialect.name == "postgresql":
         from sqlalchemy.dialects.postgresql import insert
     else:
         from sqlalchemy.dialects.sqlite import insert
-    return insert(usage_hour_filled)
+    return insert(table)
+
+
+def key_hash(row: LedgerRow) -> str:
+    """A stable digest of a row's key (:data:`_KEY`): the day table's unique key, since a unique
+    index over nullable columns would let NULLs differ."""
+    text = "\x1f".join("\x00" if getattr(row, k) is None else str(getattr(row, k)) for k in _KEY)
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
+def day_rows(rows: Sequence[LedgerRow]) -> list[dict]:
+    """``usage_day`` values of one hour's ``rows``: per key, that hour's sums."""
+    out: dict[str, dict] = {}
+    for r in rows:
+        k = key_hash(r)
+        if k in out:
+            out[k]["gpu_hours"] += r.gpu_hours
+            out[k]["idle_gpu_hours"] += r.idle_gpu_hours
+            continue
+        out[k] = {"day": r.day, "key_hash": k, **{c: getattr(r, c) for c in _KEY}, "last_hour": r.hour, "hours": 1,
+                  "gpu_hours": r.gpu_hours, "idle_gpu_hours": r.idle_gpu_hours}
+    return list(out.values())
+
+
+def _whole_days(first: datetime, end: datetime) -> tuple[date, date]:
+    """``(d0, d1)``: the UTC days ``[d0, d1)`` that lie whole inside ``[first, end)``."""
+    d0 = first.astimezone(timezone.utc).date()
+    if datetime(d0.year, d0.month, d0.day, tzinfo=timezone.utc) < first:
+        d0 += timedelta(days=1)
+    d1 = end.astimezone(timezone.utc).date()
+    return d0, max(d0, d1)
+
+
+def _midnight(d: date) -> datetime:
+    return datetime(d.year, d.month, d.day, tzinfo=timezone.utc)
 
 
 class LedgerStore:
@@ -113,6 +165,22 @@ class LedgerStore:
             values = [{**{k: getattr(r, k) for k in _ROW_FIELDS}, "day": r.day} for r in rows]
             for i in range(0, len(values), BATCH_ROWS):
                 connection.execute(usage_hour.insert(), values[i : i + BATCH_ROWS])
+            days = day_rows(rows)
+            if days:
+                ins = _insert(self.engine, usage_day)
+                d = usage_day.c
+                upsert = ins.on_conflict_do_update(
+                    index_elements=["cluster", "day", "key_hash"],
+                    set_={
+                        "gpu_hours": d.gpu_hours + ins.excluded.gpu_hours,
+                        "idle_gpu_hours": d.idle_gpu_hours + ins.excluded.idle_gpu_hours,
+                        "hours": d.hours + ins.excluded.hours,
+                        "last_hour": sa.case((ins.excluded.last_hour > d.last_hour, ins.excluded.last_hour),
+                                             else_=d.last_hour),
+                    },
+                )
+                for i in range(0, len(days), BATCH_ROWS):
+                    connection.execute(upsert, days[i : i + BATCH_ROWS])
         return True
 
     def held_hours(self, cluster: str, start: datetime, end: datetime) -> dict[datetime, str]:
@@ -139,41 +207,61 @@ class LedgerStore:
     def sums(
         self, cluster: str, ranges: Iterable[tuple[datetime, datetime]], namespaces: Sequence[str] | None = None
     ) -> tuple[list[LedgerRow], list[DaySum]]:
-        """The rows of the hours in ``ranges`` (``[first, end)`` each) summed per key, each with
-        the latest hour its key was seen, and per (UTC day, namespace, node); ``namespaces``
-        narrows to those (the team index). Two aggregate queries per range, summed in the database."""
-        t = usage_hour
+        """The rows of the hours in ``ranges`` (``[first, end)`` each, hours the ledger holds)
+        summed per key, each with the latest hour its key was seen, and per (UTC day, namespace,
+        node); ``namespaces`` narrows to those (the team index). Whole days come from
+        ``usage_day``, the hours around them from ``usage_hour``; each is one aggregate query
+        summed in the database, and one more for the daily split."""
         rows: dict[tuple, list] = {}
         days: dict[tuple, list[float]] = {}
+
+        def add_rows(result) -> None:
+            for r in result:
+                k, (hour, hours, idle) = tuple(r[: len(_KEY)]), r[len(_KEY) :]
+                acc = rows.setdefault(k, [hour, 0.0, 0.0])
+                acc[0], acc[1], acc[2] = max(acc[0], hour), acc[1] + hours, acc[2] + idle
+
+        def add_days(result) -> None:
+            for day, ns, node, hours, idle in result:
+                acc = days.setdefault((day, ns, node), [0.0, 0.0])
+                acc[0] += hours
+                acc[1] += idle
+
+        def read(connection, t: sa.Table, where: list, last) -> None:
+            where = [t.c.cluster == cluster, *where]
+            if namespaces is not None:
+                where.append(t.c.namespace.in_(list(namespaces)) | (t.c.measure == "capacity"))
+            key = [t.c[k] for k in _KEY]
+            sums = (sa.func.sum(t.c.gpu_hours), sa.func.sum(t.c.idle_gpu_hours))
+            # .all(): one fetchall, not a fetchone per row (a month of a large fleet is 100,000s of rows).
+            add_rows(connection.execute(sa.select(*key, sa.func.max(last), *sums).where(*where).group_by(*key)).all())
+            dkey = [t.c.day, t.c.namespace, t.c.node]
+            add_days(connection.execute(
+                sa.select(*dkey, *sums).where(*where, t.c.measure == "held").group_by(*dkey)).all())
+
+        h, d = usage_hour, usage_day
         with self.engine.connect() as connection:
             for first, end in ranges:
-                where = [t.c.cluster == cluster, t.c.hour >= first, t.c.hour < end]
-                if namespaces is not None:
-                    where.append(t.c.namespace.in_(list(namespaces)) | (t.c.measure == "capacity"))
-                key = [t.c[k] for k in _KEY]
-                q = sa.select(*key, sa.func.max(t.c.hour), sa.func.sum(t.c.gpu_hours), sa.func.sum(t.c.idle_gpu_hours))
-                for r in connection.execute(q.where(*where).group_by(*key)):
-                    k, (hour, hours, idle) = tuple(r[: len(_KEY)]), r[len(_KEY) :]
-                    acc = rows.setdefault(k, [hour, 0.0, 0.0])
-                    acc[0], acc[1], acc[2] = max(acc[0], hour), acc[1] + hours, acc[2] + idle
-                dkey = [t.c.day, t.c.namespace, t.c.node]
-                q = sa.select(*dkey, sa.func.sum(t.c.gpu_hours), sa.func.sum(t.c.idle_gpu_hours))
-                for day, ns, node, hours, idle in connection.execute(
-                    q.where(*where, t.c.measure == "held").group_by(*dkey)
-                ):
-                    acc2 = days.setdefault((day, ns, node), [0.0, 0.0])
-                    acc2[0] += hours
-                    acc2[1] += idle
+                d0, d1 = _whole_days(first, end)
+                if d0 == d1:
+                    read(connection, h, [h.c.hour >= first, h.c.hour < end], h.c.hour)
+                    continue
+                read(connection, d, [d.c.day >= d0, d.c.day < d1], d.c.last_hour)
+                for a, b in ((first, _midnight(d0)), (_midnight(d1), end)):
+                    if a < b:
+                        read(connection, h, [h.c.hour >= a, h.c.hour < b], h.c.hour)
         out = [
             LedgerRow(hour=hour, gpu_hours=hours, idle_gpu_hours=idle, **dict(zip(_KEY, k)))
             for k, (hour, hours, idle) in rows.items()
         ]
-        return out, [DaySum(d, ns, node, h, i) for (d, ns, node), (h, i) in days.items()]
+        return out, [DaySum(day, ns, node, hh, i) for (day, ns, node), (hh, i) in days.items()]
 
     def drop_before(self, cutoff: datetime) -> int:
         """Delete every cluster's rows and hour marks older than ``cutoff``; the rows deleted."""
         with self.engine.begin() as connection:
             n = connection.execute(sa.delete(usage_hour).where(usage_hour.c.hour < cutoff)).rowcount
+            # A day the cutoff splits keeps its day rows; it is no longer whole, so reads take its hours.
+            connection.execute(sa.delete(usage_day).where(usage_day.c.day < cutoff.astimezone(timezone.utc).date()))
             connection.execute(sa.delete(usage_hour_filled).where(usage_hour_filled.c.hour < cutoff))
         return n
 

@@ -39,7 +39,7 @@ from sqlalchemy.engine import make_url
 
 from actions.cost import PodOwner, compute_cost_report, consumer_of, parse_period
 from actions.ledger import CAPACITY, FILLED, HELD, HOUR, hours_between
-from actions.ledger_store import LedgerStore, usage_hour, usage_hour_filled
+from actions.ledger_store import LedgerStore, usage_day, usage_hour, usage_hour_filled
 from actions.policy import Policy
 from actions.prices import PriceBook, PriceCatalog
 from actions.sources.ledger_usage import LedgerRollup, LedgerUsage
@@ -164,7 +164,8 @@ def _owner(p) -> tuple[str, str, str | None]:
 
 
 def synthetic_ledger(store: Store, n_gpus: int, days: int) -> tuple[int, float, float]:
-    """Load ``n_gpus`` x ``days`` of ledger rows with COPY; ``(rows, seconds, expected GPU-hours)``."""
+    """Load ``n_gpus`` x ``days`` of ledger rows with COPY, then their day sums with one
+    INSERT ... SELECT; ``(rows, seconds, expected GPU-hours)``."""
     start = END - timedelta(days=days)
     fleet = make_fleet(n_gpus, start, END + HOUR)
     h100 = model_name()
@@ -173,36 +174,43 @@ def synthetic_ledger(store: Store, n_gpus: int, days: int) -> tuple[int, float, 
     hours = hours_between(start, END)
     rows = 0
     t0 = time.perf_counter()
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    for node, labels in fleet.nodes.items():
+        facts = dict(instance_type=labels["label_node_kubernetes_io_instance_type"],
+                     capacity_type=labels["label_karpenter_sh_capacity_type"])
+        for hour in hours:
+            w.writerow(_csv(hour, dict(measure=CAPACITY, namespace="", owner_kind="", owner_name="", node=node,
+                                       gpu_hours=8.0, **facts), columns))
+            rows += 1
+    for p in fleet.pods:
+        kind, name, queue = _owner(p)
+        labels = fleet.nodes[p.node]
+        common = dict(measure=HELD, namespace=p.namespace, namespace_team=teams.get(p.namespace), owner_kind=kind,
+                      owner_name=name, queue=queue, node=p.node, gpu_model=p.model or h100,
+                      instance_type=labels["label_node_kubernetes_io_instance_type"],
+                      capacity_type=labels["label_karpenter_sh_capacity_type"])
+        idle = 0.75 if p.hourly_phases == NOTEBOOK else 0.0
+        first = max(p.start, start).replace(minute=0, second=0, microsecond=0)
+        for hour in hours_between(first, min(p.stop, END) + HOUR):
+            held = (min(p.stop, hour + HOUR, END) - max(p.start, hour)).total_seconds() / 3600
+            if held > 0:
+                w.writerow(_csv(hour, dict(common, gpu_hours=p.gpus * held, idle_gpu_hours=p.gpus * held * idle),
+                                columns))
+                rows += 1
+    buf.seek(0)
+    key = [c.name for c in usage_day.columns if c.name not in ("id", "day", "key_hash", "last_hour", "hours",
+                                                                  "gpu_hours", "idle_gpu_hours")]
+    digest = "md5(concat_ws(chr(31), " + ", ".join(f"coalesce({k}::text, chr(1))" for k in key) + "))"
     raw = store.engine.raw_connection()
     try:
         cursor = raw.cursor()
-        for day in range(days):
-            buf = io.StringIO()
-            w = csv.writer(buf)
-            day_hours = hours[day * 24:(day + 1) * 24]
-            for hour in day_hours:
-                for node, labels in fleet.nodes.items():
-                    itype, cap = labels["label_node_kubernetes_io_instance_type"], labels["label_karpenter_sh_capacity_type"]
-                    w.writerow(_csv(hour, dict(measure=CAPACITY, namespace="", owner_kind="", owner_name="", node=node,
-                                               instance_type=itype, capacity_type=cap, gpu_hours=8.0), columns))
-                    rows += 1
-            for p in fleet.pods:
-                kind, name, queue = _owner(p)
-                labels = fleet.nodes[p.node]
-                for hour in day_hours:
-                    held = (min(p.stop, hour + HOUR) - max(p.start, hour)).total_seconds() / 3600
-                    if held <= 0:
-                        continue
-                    gh = p.gpus * held
-                    w.writerow(_csv(hour, dict(
-                        measure=HELD, namespace=p.namespace, namespace_team=teams.get(p.namespace), owner_kind=kind,
-                        owner_name=name, queue=queue, node=p.node, gpu_model=p.model or h100,
-                        instance_type=labels["label_node_kubernetes_io_instance_type"],
-                        capacity_type=labels["label_karpenter_sh_capacity_type"], gpu_hours=gh,
-                        idle_gpu_hours=gh * 0.75 if p.hourly_phases == NOTEBOOK else 0.0), columns))
-                    rows += 1
-            buf.seek(0)
-            cursor.copy_expert(f"COPY usage_hour ({', '.join(columns)}) FROM STDIN WITH (FORMAT csv, NULL '\\N')", buf)
+        cursor.copy_expert(f"COPY usage_hour ({', '.join(columns)}) FROM STDIN WITH (FORMAT csv, NULL '\\N')", buf)
+        cursor.execute(
+            f"INSERT INTO usage_day (day, key_hash, {', '.join(key)}, last_hour, hours, gpu_hours, idle_gpu_hours) "
+            f"SELECT day, {digest}, {', '.join(key)}, max(hour), count(*), sum(gpu_hours), sum(idle_gpu_hours) "
+            f"FROM usage_hour GROUP BY day, {', '.join(key)}"
+        )
         raw.commit()
     finally:
         raw.close()
@@ -210,6 +218,7 @@ def synthetic_ledger(store: Store, n_gpus: int, days: int) -> tuple[int, float, 
         c.execute(usage_hour_filled.insert(), [
             {"cluster": CLUSTER, "hour": h, "status": FILLED, "rows": 0, "written_at": END} for h in hours])
         c.execute(sa.text("ANALYZE usage_hour"))
+        c.execute(sa.text("ANALYZE usage_day"))
     return rows, time.perf_counter() - t0, expected_gpu_hours(fleet, start, END)
 
 
