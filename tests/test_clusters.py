@@ -29,6 +29,7 @@ from actions.sources.promql_scope import scoped
 from bot.chat.approvals import Approvals
 from bot.chat.commands import CommandContext, dispatch
 from bot.chat.console import ConsoleChat, to_text
+from bot.chat.runtime import NoClusterAnswered
 from bot.cli import app
 from bot.service.metrics import BotMetrics
 from bot.settings import ConfigError, load_settings
@@ -425,7 +426,7 @@ def test_report_per_cluster_and_for_the_fleet(report_config):
 def test_report_names_an_unknown_cluster_and_the_known_ones(report_config):
     result = _report(report_config, "--cluster", "gpu-north")
     assert result.exit_code == 2
-    assert "no cluster 'gpu-north'; the clusters are east, west" in result.output
+    assert "no cluster 'gpu-north'; the clusters are east, west (e.g. --cluster east)" in result.output
 
 
 def test_gpu_cost_per_cluster_and_fleet_in_chat(report_config):
@@ -467,3 +468,13 @@ def test_sweep_json_and_check_connect_go_through_every_cluster(two_clusters):
     checked = runner.invoke(app, ["check", "--connect", "--config", str(config)])
     assert checked.exit_code == 1
     assert any(line.startswith("cluster west: Kubernetes API: FAILED: ") for line in checked.stdout.splitlines())
+
+
+def test_a_sweep_no_cluster_answers_fails_and_names_them_all(two_clusters):
+    rt = two_clusters.rt
+    two_clusters.west_link.cut()
+    two_clusters.east.fail("GET", "/api/v1/pods", 503, "ServiceUnavailable", "etcd is down", times=10)
+    with pytest.raises(NoClusterAnswered, match="no cluster could be swept: east: ClusterReadError: .*; west: "):
+        sweep_for(rt).run(SWEEP_AT)
+    assert rt.unreachable.keys() == {"east", "west"}
+    assert sweep_for(rt).once() is None  # logged, and the next sweep is not stopped

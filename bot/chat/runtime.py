@@ -203,21 +203,25 @@ class Runtime:
         if not self.clusters:
             return detect_with(self.snapshot(now), self.telemetry, self.prices, self.policy, self.teams, now)
         chosen = self.clusters if cluster is None else (self.parts(cluster),)
+        unreachable: dict[str, str] = {}
 
         def failed(name: str, e: Exception) -> None:
             if isinstance(e, ClusterReadError) and self.metrics:
                 self.metrics.kubernetes_error("read")
             if cluster is not None:
                 raise e
+            unreachable[name] = one_line(e)
             if self.metrics:
                 self.metrics.cluster_sweep_failed(name)
 
-        found = detect_clusters(
-            chosen, self.clusters[0].name, self.prices, self.policy, self.teams, now, on_failure=failed,
-        )
-        if cluster is None:
-            self.unreachable = dict(found.unreachable)
-        return found
+        try:
+            return detect_clusters(
+                chosen, self.clusters[0].name, self.prices, self.policy, self.teams, now, on_failure=failed,
+            )
+        finally:
+            if cluster is None:
+                # Also when none answered: the digests then name every one of them.
+                self.unreachable = unreachable
 
     def detect(self, now: datetime, cluster: str | None = None) -> list[Finding]:
         """The idle findings at ``now`` (:meth:`detection`), as the re-check right before acting
