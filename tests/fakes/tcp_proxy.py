@@ -33,6 +33,10 @@ class TcpProxy:
                 client, _ = listener.accept()
             except OSError:
                 return
+            if listener.fileno() == -1:
+                # Accepted in the moment between cut() and the accept waking up: refuse it too.
+                client.close()
+                return
             try:
                 upstream = socket.create_connection(self.target, timeout=5)
             except OSError:
@@ -59,9 +63,9 @@ class TcpProxy:
 
     def cut(self) -> None:
         """Reset every open connection and refuse new ones (the database "goes down")."""
-        # close() alone leaves the socket listening while the accept thread is blocked on it
-        # (Linux keeps the file open until accept returns); shutdown wakes it and stops listening.
         try:
+            # close() alone leaves the socket listening while the accept thread blocks on it
+            # (Linux), so one more connection would get through; shutdown() wakes that accept.
             self._listener.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
