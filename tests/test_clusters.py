@@ -478,3 +478,21 @@ def test_a_sweep_no_cluster_answers_fails_and_names_them_all(two_clusters):
         sweep_for(rt).run(SWEEP_AT)
     assert rt.unreachable.keys() == {"east", "west"}
     assert sweep_for(rt).once() is None  # logged, and the next sweep is not stopped
+
+
+def test_gpu_queue_reads_the_cluster_asked_for(two_clusters):
+    rt, east, west = two_clusters.rt, two_clusters.east, two_clusters.west
+
+    def queue(text):
+        return dispatch(text, CommandContext(user="U0ANY", prices=rt.prices, rt=rt, channel="C0ANY"))
+
+    east.clear_requests()
+    west.clear_requests()
+    answer = to_text(queue("queue training --cluster west").message)
+    assert "Workloads read as kueue.x-k8s.io/" in answer
+    assert west.requests and not east.requests
+    two_clusters.west_link.cut()
+    assert "I could not read the cluster" in to_text(queue("queue --cluster west").message)
+    assert "Workloads read as" in to_text(queue("queue").message)  # the first cluster, as before
+    unknown = queue("queue --cluster north")
+    assert unknown.ephemeral and "no cluster 'north'; the clusters are east, west" in to_text(unknown.message)
