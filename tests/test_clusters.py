@@ -33,7 +33,7 @@ from bot.chat.runtime import NoClusterAnswered
 from bot.cli import app
 from bot.service.metrics import BotMetrics
 from bot.settings import ConfigError, load_settings
-from bot.wiring import build_runtime, digests_for, sweep_for
+from bot.wiring import alerts_for, build_runtime, digests_for, sweep_for
 from tests.fakes.kube_api import FakeKubeApi
 from tests.fakes.tcp_proxy import TcpProxy
 from tests.fleet import RECHECK_AT, SWEEP_AT, TELEMETRY_END, TELEMETRY_START, fleet_openmetrics
@@ -496,3 +496,20 @@ def test_gpu_queue_reads_the_cluster_asked_for(two_clusters):
     assert "Workloads read as" in to_text(queue("queue").message)  # the first cluster, as before
     unknown = queue("queue --cluster north")
     assert unknown.ephemeral and "no cluster 'north'; the clusters are east, west" in to_text(unknown.message)
+
+
+def test_alerts_read_every_cluster_and_one_down_does_not_silence_the_others(two_clusters):
+    rt, out = two_clusters.rt, two_clusters.out
+    job = alerts_for(rt, two_clusters.settings)
+    out.seek(0)
+    out.truncate()
+    job.run(SWEEP_AT)
+    posted = out.getvalue()
+    # One alert for the team, naming its idle on-demand notebook in each cluster.
+    assert posted.count("on-demand GPU") >= 1
+    assert "ml-research/llm-explore in cluster east" in posted and "ml-research/llm-explore in cluster west" in posted
+
+    two_clusters.west_link.cut()
+    alerts, errors = job.evaluate(SWEEP_AT, None)  # evaluate: what holds, before the once-a-day claim
+    idle = [a for a in alerts if "in cluster" in a.text]
+    assert errors >= 1 and idle and all("in cluster west" not in a.text for a in idle)
