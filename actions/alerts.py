@@ -331,7 +331,8 @@ def idle_on_demand_alerts(
         gpus = sum(f.gpus for f in fs)
         usd_per_hour = sum(f.usd_per_hour for f in fs)
         lines = [
-            f"• {plain(f.namespace) + '/' if f.namespace else ''}{plain(f.name)}: {gpu_amount(f.gpus, dict(f.devices))} × "
+            f"• {plain(f.namespace) + '/' if f.namespace else ''}{plain(f.name)}"
+            f"{' in cluster ' + plain(f.cluster) if f.cluster else ''}: {gpu_amount(f.gpus, dict(f.devices))} × "
             f"{plain(f.gpu_model)} idle {duration(f.idle_seconds)}, "
             f"{usd(f.usd_per_hour)}/h ({plain(f.price.source)})"
             for f in fs[:10]

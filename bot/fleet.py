@@ -92,7 +92,9 @@ def cost_reports(
     if cluster is not None:
         chosen = next((p for p in parts if p.name == cluster), None)
         if chosen is None:
-            raise UnknownCluster(f"no cluster {cluster!r}; the clusters are {', '.join(p.name for p in parts)}")
+            raise UnknownCluster(
+                f"no cluster {cluster!r}; the clusters are {', '.join(p.name for p in parts)} (e.g. --cluster {parts[0].name})"
+            )
         return build_report(chosen.costs, book, teams, policy, start, end, api_nodes=nodes(chosen)), None
     fleet = build_fleet_report([(p.name, p.costs, nodes(p)) for p in parts], book, teams, policy, start, end)
     return fleet.fleet, fleet

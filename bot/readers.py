@@ -43,10 +43,12 @@ def telemetry_source(settings: Settings, telemetry_file: str | Path | None = Non
 
 
 def kueue_metrics(settings: Settings) -> KueueMetrics:
-    """The admission-wait and spot-ratio reader for the configured Prometheus."""
-    p = _prometheus(settings)
+    """The admission-wait and spot-ratio reader for the configured Prometheus; with several
+    clusters, the first one's (as the queues the alerts read), narrowed to its label."""
+    first = settings.cluster_targets()[0]
     return KueueMetrics(
-        p["url"], p["headers"], verify_tls=p["verify_tls"], timeout_seconds=settings.prometheus.timeout_seconds
+        first.prometheus_url, first.headers, verify_tls=settings.prometheus.verify_tls,
+        timeout_seconds=settings.prometheus.timeout_seconds, scope=first.scope,
     )
 
 

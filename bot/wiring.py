@@ -175,6 +175,7 @@ def alerts_for(rt: Runtime, settings: Settings, *, kueue: KueueMetrics | None = 
         read_queues=rt.read_queues, budgets=rt.team_budgets,
         cost_report=rt.cost_report if rt.costs is not None else None,
         kueue=kueue, timezone=settings.costs.timezone, clock=rt.clock,
+        clusters=tuple(c.name for c in rt.clusters),
     )
 
 

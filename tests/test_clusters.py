@@ -29,10 +29,11 @@ from actions.sources.promql_scope import scoped
 from bot.chat.approvals import Approvals
 from bot.chat.commands import CommandContext, dispatch
 from bot.chat.console import ConsoleChat, to_text
+from bot.chat.runtime import NoClusterAnswered
 from bot.cli import app
 from bot.service.metrics import BotMetrics
 from bot.settings import ConfigError, load_settings
-from bot.wiring import build_runtime, digests_for, sweep_for
+from bot.wiring import alerts_for, build_runtime, digests_for, sweep_for
 from tests.fakes.kube_api import FakeKubeApi
 from tests.fakes.tcp_proxy import TcpProxy
 from tests.fleet import RECHECK_AT, SWEEP_AT, TELEMETRY_END, TELEMETRY_START, fleet_openmetrics
@@ -430,7 +431,7 @@ def test_report_per_cluster_and_for_the_fleet(report_config):
 def test_report_names_an_unknown_cluster_and_the_known_ones(report_config):
     result = _report(report_config, "--cluster", "gpu-north")
     assert result.exit_code == 2
-    assert "no cluster 'gpu-north'; the clusters are east, west" in result.output
+    assert "no cluster 'gpu-north'; the clusters are east, west (e.g. --cluster east)" in result.output
 
 
 def test_gpu_cost_per_cluster_and_fleet_in_chat(report_config):
@@ -472,3 +473,48 @@ def test_sweep_json_and_check_connect_go_through_every_cluster(two_clusters):
     checked = runner.invoke(app, ["check", "--connect", "--config", str(config)])
     assert checked.exit_code == 1
     assert any(line.startswith("cluster west: Kubernetes API: FAILED: ") for line in checked.stdout.splitlines())
+
+
+def test_a_sweep_no_cluster_answers_fails_and_names_them_all(two_clusters):
+    rt = two_clusters.rt
+    two_clusters.west_link.cut()
+    two_clusters.east.fail("GET", "/api/v1/pods", 503, "ServiceUnavailable", "etcd is down", times=10)
+    with pytest.raises(NoClusterAnswered, match="no cluster could be swept: east: ClusterReadError: .*; west: "):
+        sweep_for(rt).run(SWEEP_AT)
+    assert rt.unreachable.keys() == {"east", "west"}
+    assert sweep_for(rt).once() is None  # logged, and the next sweep is not stopped
+
+
+def test_gpu_queue_reads_the_cluster_asked_for(two_clusters):
+    rt, east, west = two_clusters.rt, two_clusters.east, two_clusters.west
+
+    def queue(text):
+        return dispatch(text, CommandContext(user="U0ANY", prices=rt.prices, rt=rt, channel="C0ANY"))
+
+    east.clear_requests()
+    west.clear_requests()
+    answer = to_text(queue("queue training --cluster west").message)
+    assert "Workloads read as kueue.x-k8s.io/" in answer
+    assert west.requests and not east.requests
+    two_clusters.west_link.cut()
+    assert "I could not read the cluster" in to_text(queue("queue --cluster west").message)
+    assert "Workloads read as" in to_text(queue("queue").message)  # the first cluster, as before
+    unknown = queue("queue --cluster north")
+    assert unknown.ephemeral and "no cluster 'north'; the clusters are east, west" in to_text(unknown.message)
+
+
+def test_alerts_read_every_cluster_and_one_down_does_not_silence_the_others(two_clusters):
+    rt, out = two_clusters.rt, two_clusters.out
+    job = alerts_for(rt, two_clusters.settings)
+    out.seek(0)
+    out.truncate()
+    job.run(SWEEP_AT)
+    posted = out.getvalue()
+    # One alert for the team, naming its idle on-demand notebook in each cluster.
+    assert posted.count("on-demand GPU") >= 1
+    assert "ml-research/llm-explore in cluster east" in posted and "ml-research/llm-explore in cluster west" in posted
+
+    two_clusters.west_link.cut()
+    alerts, errors = job.evaluate(SWEEP_AT, None)  # evaluate: what holds, before the once-a-day claim
+    idle = [a for a in alerts if "in cluster" in a.text]
+    assert errors >= 1 and idle and all("in cluster west" not in a.text for a in idle)

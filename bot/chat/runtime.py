@@ -207,21 +207,25 @@ class Runtime:
         if not self.clusters:
             return detect_with(self.snapshot(now), self.telemetry, self.prices, self.policy, self.teams, now)
         chosen = self.clusters if cluster is None else (self.parts(cluster),)
+        unreachable: dict[str, str] = {}
 
         def failed(name: str, e: Exception) -> None:
             if isinstance(e, ClusterReadError) and self.metrics:
                 self.metrics.kubernetes_error("read")
             if cluster is not None:
                 raise e
+            unreachable[name] = one_line(e)
             if self.metrics:
                 self.metrics.cluster_sweep_failed(name)
 
-        found = detect_clusters(
-            chosen, self.clusters[0].name, self.prices, self.policy, self.teams, now, on_failure=failed,
-        )
-        if cluster is None:
-            self.unreachable = dict(found.unreachable)
-        return found
+        try:
+            return detect_clusters(
+                chosen, self.clusters[0].name, self.prices, self.policy, self.teams, now, on_failure=failed,
+            )
+        finally:
+            if cluster is None:
+                # Also when none answered: the digests then name every one of them.
+                self.unreachable = unreachable
 
     def detect(self, now: datetime, cluster: str | None = None) -> list[Finding]:
         """The idle findings at ``now`` (:meth:`detection`), as the re-check right before acting
@@ -276,28 +280,47 @@ class Runtime:
         """Finding key -> id of its ActionRequest awaiting approval."""
         return {r.key: r.id for r in self.store.list_requests(states=["proposed"]) if r.id is not None}
 
-    def read_queues(self, now: datetime, team: str | None = None) -> tuple[ClusterSnapshot, list[Finding], QueueReport]:
+    def read_queues(
+        self, now: datetime, team: str | None = None, cluster: str | None = None,
+    ) -> tuple[ClusterSnapshot, list[Finding], QueueReport]:
         """Read the cluster and telemetry at ``now``; return the snapshot, the idle findings
         (empty, logged, when the telemetry cannot be read: the queues are still worth showing) and
-        the queue report (only ``team``'s queues when given). Raises ClusterReadError when the
-        cluster cannot be read."""
-        snapshot = self.snapshot(now)
+        the queue report (only ``team``'s queues when given). ``cluster`` names one of several
+        clusters (default: the first). Raises ClusterReadError when the cluster cannot be read,
+        UnknownCluster for a name not configured."""
+        reader, telemetry, name = self.cluster, self.telemetry, None
+        if cluster is not None and self.clusters:
+            parts = self.parts(cluster)
+            reader, telemetry, name = parts.cluster, parts.telemetry, parts.name
+        elif cluster not in (None, self.cluster_name):
+            raise UnknownCluster(f"no cluster {cluster!r}; this bot watches one cluster, {self.cluster_name}")
         try:
-            findings = detect_with(snapshot, self.telemetry, self.prices, self.policy, self.teams, now).findings
+            snapshot = reader.snapshot(now)
+        except ClusterReadError:
+            if self.metrics:
+                self.metrics.kubernetes_error("read")
+            raise
+        try:
+            found = detect_with(snapshot, telemetry, self.prices, self.policy, self.teams, now)
+            if name is not None:
+                # Keyed as the sweep keys them, so open requests are recognised.
+                found = in_cluster(found, name, first=name == self.clusters[0].name)
+            findings = found.findings
         except Exception:  # noqa: BLE001 - queues without the idle context beat no queues
             log.exception("telemetry at %s unreadable; queues shown without idle GPUs elsewhere", now.isoformat())
             findings = []
-        positions = self.queue_positions(snapshot)
+        positions = self.queue_positions(snapshot, reader)
         report = queue_report(
             snapshot, findings, self.teams, now, open_requests=self.open_request_ids(), team=team, positions=positions,
         )
         return snapshot, findings, report
 
-    def queue_positions(self, snapshot: ClusterSnapshot) -> dict:
+    def queue_positions(self, snapshot: ClusterSnapshot, reader: ClusterReader | None = None) -> dict:
         """Where each pending Workload stands in its ClusterQueue, from Kueue's visibility API
-        when the cluster reader offers it (a kubectl dump does not); empty, logged, when it cannot
-        be read: the queues are still worth showing without positions."""
-        reader = getattr(self.cluster, "queue_positions", None)
+        when the cluster reader (default: the first cluster's) offers it (a kubectl dump does
+        not); empty, logged, when it cannot be read: the queues are still worth showing without
+        positions."""
+        reader = getattr(reader or self.cluster, "queue_positions", None)
         if reader is None:
             return {}
         by_lq = {(q.namespace, q.name): q.cluster_queue for q in snapshot.local_queues}

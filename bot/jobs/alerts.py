@@ -9,7 +9,7 @@ follow-up alerts of the same family: they are not claimed while the snooze lasts
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
@@ -53,7 +53,9 @@ class AlertsJob:
     ``cost_report(start, end)`` the period's CostReport for the month-to-date spend (None: no
     budget alerts from the schedule); ``kueue`` reads the ClusterQueue admission-wait p90 and the
     spot ratio (None: those alerts are skipped). ``timezone`` is ``costs.timezone``, where a
-    month starts unless a team sets its own.
+    month starts unless a team sets its own. ``clusters`` names every cluster of a bot of several
+    (``read_queues(now, cluster=name)`` reads each; a cluster that cannot be read is logged and
+    skipped); empty for a bot of one.
     """
 
     store: Store
@@ -66,6 +68,7 @@ class AlertsJob:
     kueue: KueueMetrics | None = None
     timezone: str = "UTC"
     clock: Callable[[], datetime] = utc_now
+    clusters: Sequence[str] = ()
 
     def team_timezone(self, team: str) -> str:
         """The zone a team's month runs in: its own when set, else :attr:`timezone`."""
@@ -93,19 +96,28 @@ class AlertsJob:
                     log.exception("alerts: budget of team %s not evaluated", team)
                     errors += 1
         report: QueueReport | None = None
-        try:
-            snapshot, findings, report = self.read_queues(now)
+        findings: list[Finding] = []
+        nodes: dict = {}
+        for cluster in self.clusters or (None,):
+            try:
+                snapshot, found, read = self.read_queues(now) if cluster is None else self.read_queues(now, cluster=cluster)
+            except Exception:  # noqa: BLE001 - one unreadable cluster must not silence the other alerts
+                log.exception("alerts: cluster %s unreadable at %s", cluster or "", now.isoformat())
+                errors += 1
+                continue
+            # Kueue's p90 and the spot ratio are the first cluster's, so is the report they join.
+            report = read if report is None else report
             open_requests = {r.key: r.id for r in self.store.list_requests(states=["proposed"]) if r.id is not None}
             plans = {}
-            for p in report.pending:
-                plan = plan_freeing(p, findings, open_requests) if p.waiting_seconds > cfg.queue_wait_seconds else None
+            for p in read.pending:
+                plan = plan_freeing(p, found, open_requests) if p.waiting_seconds > cfg.queue_wait_seconds else None
                 if plan is not None:
                     plans[p.workload.uid] = plan
-            alerts += queue_wait_alerts(report, cfg.queue_wait_seconds, plans)
-            alerts += idle_on_demand_alerts(findings, snapshot.nodes, cfg.idle_on_demand_seconds, now)
-        except Exception:  # noqa: BLE001 - one unreadable source must not silence the other alerts
-            log.exception("alerts: cluster unreadable at %s", now.isoformat())
-            errors += 1
+            alerts += queue_wait_alerts(read, cfg.queue_wait_seconds, plans)
+            findings += found
+            nodes.update({n: v for n, v in snapshot.nodes.items() if n not in nodes})
+        # One alert per team and day, however many clusters its idle on-demand GPUs are in.
+        alerts += idle_on_demand_alerts(findings, nodes, cfg.idle_on_demand_seconds, now)
         if self.kueue is not None:
             try:
                 p90 = self.kueue.admission_wait_p90(now, ADMISSION_WAIT_WINDOW_SECONDS)

@@ -40,3 +40,25 @@ class UsageError(Exception):
         super().__init__(problem)
         self.problem = problem
         self.example = example
+
+
+def cluster_arg(args: str, example: str) -> tuple[str, str | None]:
+    """``(the other words, cluster or None)`` from ``--cluster NAME`` (or ``--cluster=NAME``)
+    anywhere in ``args``. Raises UsageError (showing ``example``) for ``--cluster`` without a
+    name or given twice."""
+    words, cluster, i = args.split(), None, 0
+    rest = []
+    while i < len(words):
+        w = words[i]
+        if w == "--cluster" or w.startswith("--cluster="):
+            name = w.split("=", 1)[1] if "=" in w else (words[i + 1] if i + 1 < len(words) else "")
+            i += 1 if "=" in w else 2
+            if not name or name.startswith("--"):
+                raise UsageError("`--cluster` needs a cluster's name.", example)
+            if cluster is not None:
+                raise UsageError(f"Two clusters given ({cluster}, {name}); give one.", example)
+            cluster = name
+            continue
+        rest.append(w)
+        i += 1
+    return " ".join(rest), cluster

@@ -27,7 +27,7 @@ from actions.cost import (
 from actions.fleet import FleetReport
 from actions.sources.prometheus import TelemetryError
 from bot.chat import Message, blocks
-from bot.chat.commands.context import CommandContext, Reply, UsageError
+from bot.chat.commands.context import CommandContext, Reply, UsageError, cluster_arg
 from bot.chat.runtime import ReportUnavailable, UnknownCluster
 
 NAME = "cost"
@@ -183,27 +183,6 @@ def all_teams_message(report: CostReport, fleet: FleetReport | None = None, clus
     return Message(text=f"GPU cost by team: {blocks.usd(report.cost_usd)} for {report.gpu_hours:,.0f} GPU-hours", blocks=out)
 
 
-def cluster_arg(args: str) -> tuple[str, str | None]:
-    """``(the other words, cluster or None)`` from ``--cluster NAME`` (or ``--cluster=NAME``)
-    anywhere in ``args``. Raises UsageError for ``--cluster`` without a name or given twice."""
-    words, cluster, i = args.split(), None, 0
-    rest = []
-    while i < len(words):
-        w = words[i]
-        if w == "--cluster" or w.startswith("--cluster="):
-            name = w.split("=", 1)[1] if "=" in w else (words[i + 1] if i + 1 < len(words) else "")
-            i += 1 if "=" in w else 2
-            if not name or name.startswith("--"):
-                raise UsageError("`--cluster` needs a cluster's name.", CLUSTER_EXAMPLE)
-            if cluster is not None:
-                raise UsageError(f"Two clusters given ({cluster}, {name}); give one.", CLUSTER_EXAMPLE)
-            cluster = name
-            continue
-        rest.append(w)
-        i += 1
-    return " ".join(rest), cluster
-
-
 def parse_args(args: str, now: datetime, tz: str = "UTC") -> tuple[str | None, datetime, datetime]:
     """``(team or None, start, end)`` from ``[team] [period]`` in either order. Raises
     UsageError for a period that cannot be read or more than two words."""
@@ -234,7 +213,7 @@ def handle(args: str, ctx: CommandContext) -> Reply:
     rt = ctx.rt
     if rt is None or rt.costs is None:
         return Reply(blocks.error_message("Cost reports need the running bot with Prometheus configured."))
-    args, cluster = cluster_arg(args)
+    args, cluster = cluster_arg(args, CLUSTER_EXAMPLE)
     team, start, end = parse_args(args, rt.clock(), rt.costs.timezone)
     fleet = None
     try:

@@ -6,11 +6,13 @@ from actions.alerts import gpus_text
 from actions.queue import QueueReport, wait_sentence
 from actions.sources.kubernetes import ClusterReadError
 from bot.chat import Message, blocks
-from bot.chat.commands.context import CommandContext, Reply, UsageError
+from bot.chat.commands.context import CommandContext, Reply, UsageError, cluster_arg
+from bot.chat.runtime import UnknownCluster
 
 NAME = "queue"
 SUMMARY = "pending and admitted Kueue Workloads per LocalQueue and ClusterQueue, and idle GPUs of the same type"
 EXAMPLE = "/gpu queue research"
+CLUSTER_EXAMPLE = "/gpu queue research --cluster gpu-west"
 
 MAX_LINES = 40  # keeps every section well under Slack's 3000 characters
 
@@ -75,6 +77,7 @@ def report_message(report: QueueReport, api_version: str | None, team: str | Non
 
 def handle(args: str, ctx: CommandContext) -> Reply:
 
+    args, cluster = cluster_arg(args, CLUSTER_EXAMPLE)
     parts = args.split()
     if len(parts) > 1:
         raise UsageError(f"`/gpu queue` takes at most one team name, got {len(parts)} words.", EXAMPLE)
@@ -85,7 +88,9 @@ def handle(args: str, ctx: CommandContext) -> Reply:
     team = parts[0] if parts else None
     now = rt.clock()
     try:
-        snapshot, _, report = rt.read_queues(now, team=team)
+        snapshot, _, report = rt.read_queues(now, team=team, cluster=cluster)
+    except UnknownCluster as e:
+        raise UsageError(blocks.plain(str(e)), f"/gpu queue --cluster {rt.cluster_names()[0]}") from None
     except ClusterReadError as e:
         return Reply(blocks.error_message(f"I could not read the cluster: {blocks.plain(e)}"))
     return Reply(report_message(report, snapshot.workload_api_version, team))
