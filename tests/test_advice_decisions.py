@@ -130,3 +130,28 @@ def test_fewer_gpus_for_a_consumer_of_several_pods_counts_them_together():
     # 5.2 busy at once at the 99th percentile needs 6: 16 x 730 x $6.88 = $80,358.40, 6/16 of it $30,134.40.
     assert "6 GPUs instead of 16" in r.summary and "6 GPUs in all (now 16 over 2 pods)" in r.change
     assert (r.current_usd_per_month, r.advised_usd_per_month) == (80358.40, 30134.40)
+
+
+def test_a_job_restarts_cleanly_by_its_backoff_limit_and_kubernetes_default_of_6():
+    import json
+
+    from actions.advice_usage import consumer_pods, consumer_usages
+    from actions.policy import Policy, TeamDirectory
+    from actions.sources.kubectl_dump import snapshot_from_kubectl_dump
+    from tests.advice_fleet import ADVISE_AT, _node, _owner, _pod
+
+    items = [_node("nb-1")]
+    for name, spec in (("plain", {}), ("once", {"backoffLimit": 0}), ("retries", {"backoffLimit": 2})):
+        items.append({"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+            "name": name, "namespace": "ml", "uid": f"uid-Job-ml-{name}", "creationTimestamp": "2026-11-01T00:00:00Z"},
+            "spec": spec})
+        items.append(_pod("ml", f"{name}-abcde", "nb-1", 1, _owner("batch/v1", "Job", "ml", name)))
+    snapshot = snapshot_from_kubectl_dump(json.dumps({"kind": "List", "apiVersion": "v1", "items": items}).encode(), ADVISE_AT)
+    teams = TeamDirectory([])
+    groups = consumer_pods(snapshot, Policy(), teams)
+    usages = {u.name: u for u in consumer_usages(snapshot, groups, [], {}, Policy(), teams, 7 * 86400)}
+    # batch/v1 JobSpec: backoffLimit defaults to 6 (Kubernetes API reference, Job v1).
+    assert usages["plain"].restarts_cleanly == "Job backoffLimit 6: a failed pod is replaced"
+    assert usages["retries"].restarts_cleanly == "Job backoffLimit 2: a failed pod is replaced"
+    assert usages["once"].restarts_cleanly is None
+    assert usages["plain"].gpu_hours is None and usages["plain"].capacity is CapacityType.ON_DEMAND
