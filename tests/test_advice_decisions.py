@@ -79,7 +79,8 @@ def test_a_configured_reserved_rate_prices_the_commitment():
     [r] = advise([], [steady], SEED, AdvicePolicy())
     # $33.024 / 8 = $4.128 per GPU-hour reserved against $6.88 on-demand: 8 x 730 x 2.752 = $16,071.68.
     assert (r.current_usd_per_month, r.advised_usd_per_month, r.saving_usd_per_month) == (40179.20, 24107.52, 16071.68)
-    assert r.prices[1].source == "config override prices.instance_types.p5.48xlarge (reserved)"
+    assert r.prices[1].source == "config override prices.instance_types.p5.48xlarge (reserved): our 1-year reservation"
+    assert r.prices[1].as_of == "2026-11-01"
     # 640 of 720 hours is under 90%: the hours without GPUs are the 10th percentile.
     thin = TeamBaseline("ml", H100, baseline_gpus=8, hours_in_use=640, hours=720, instance_type="p5.48xlarge")
     assert advise([], [thin], SEED, AdvicePolicy()) == []
@@ -155,3 +156,22 @@ def test_a_job_restarts_cleanly_by_its_backoff_limit_and_kubernetes_default_of_6
     assert usages["retries"].restarts_cleanly == "Job backoffLimit 2: a failed pod is replaced"
     assert usages["once"].restarts_cleanly is None
     assert usages["plain"].gpu_hours is None and usages["plain"].capacity is CapacityType.ON_DEMAND
+
+
+def test_a_live_reserved_instance_price_prices_the_commitment_when_no_rate_is_configured():
+    from datetime import datetime, timezone
+
+    from actions.prices import LivePrice
+
+    fetched = datetime(2026, 11, 23, 6, 0, tzinfo=timezone.utc)
+    live = {("p5.48xlarge", CapacityType.RESERVED): LivePrice(
+        "p5.48xlarge", CapacityType.RESERVED, 36.0,
+        "AWS Pricing API (Reserved Instance, 1 year standard, No Upfront, us-east-1)", fetched, "us-east-1")}
+    book = PriceBook(PriceCatalog.bundled(), live=live)
+    steady = TeamBaseline("ml", H100, baseline_gpus=8, hours_in_use=720, hours=720, instance_type="p5.48xlarge")
+    [r] = advise([], [steady], book, AdvicePolicy())
+    # $36 / 8 = $4.50 per GPU-hour against the catalog's $6.88: 8 x 730 x $2.38 = $13,899.20.
+    assert r.saving_usd_per_month == 13899.20
+    assert r.prices[1].source.startswith("AWS Pricing API (Reserved Instance") and r.prices[1].as_of == "2026-11-23T06:00:00Z"
+    # Without a live or configured reserved rate there is none: on-demand never stands in for it.
+    assert PriceBook(PriceCatalog.bundled()).reserved_quote("p5.48xlarge") is None
