@@ -333,9 +333,7 @@ def report(
     warnings = list(built.warnings)
     if as_json:
         data = report_jsonable(chosen or built)
-        advice, advice_warnings = advice_for_report(s, cluster_state, end, team)
-        warnings += advice_warnings
-        data.update(advice, warnings=warnings)
+        data.update(advice_for_report(s, cluster_state, end, team), warnings=warnings)
         typer.echo(json.dumps(data, indent=2))
     elif chosen is not None:
         typer.echo(to_text(team_message(chosen, spot_ratio_target=setup.spot_ratio_target)))
