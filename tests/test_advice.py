@@ -115,6 +115,8 @@ def test_light_serving_at_0_percent_utilization_is_not_right_sized(result):
     # call one GPU too many; the mean power above the idle ceiling says it works.
     chat = _usage(result, "chat-api")
     assert chat.peak_engine_pct == 0 and chat.mean_power_w > 150
+    # Read through the exported_pod label convention like the others.
+    assert (chat.gpu_hours, chat.busy_gpus, chat.peak_fb_mib) == (pytest.approx(168.0), 0, 21972)
     assert not [r for r in result.recommendations if "chat-api" in r.subject]
 
 
