@@ -7,7 +7,8 @@ nine hours in ten use at least that many, so a commitment for it is used nearly 
 whose GPUs were in use in fewer than ``min_baseline_coverage`` of the hours has a baseline of 0:
 the hours with none are its 10th percentile. Committed rates come from
 ``advice.commitment_rates`` (negotiated or published; each names its source and as-of date),
-else from ``prices.instance_types.<type>.reserved_usd_per_hour``.
+else from ``prices.instance_types.<type>.reserved_usd_per_hour``, else from AWS's Pricing API (the
+1-year standard No Upfront Reserved Instance rate) where live prices are enabled.
 
 The opposite (:func:`advise_reserved`): reserved GPUs idle in more than
 ``reserved_idle_ratio`` of their hours cost that share of the commitment for nothing; the
@@ -28,7 +29,9 @@ from actions.prices import PriceBook, PriceNotFound, family_key
 
 def committed_rate(b: TeamBaseline | ReservedUse, prices: PriceBook, policy: AdvicePolicy) -> PriceQuote | None:
     """The committed USD per GPU-hour for ``b``'s GPU family: ``policy.commitment_rates`` first,
-    then the config's reserved rate for the team's instance type; ``None`` when neither is set."""
+    then the config's reserved rate for the team's instance type, then a live Reserved Instance
+    price (1-year No Upfront, AWS Pricing API, when ``prices.aws`` is enabled); ``None`` when
+    none is known."""
     family = family_key(b.gpu_model)
     rate = policy.commitment_rates.get(family)
     if rate is not None:
@@ -37,17 +40,7 @@ def committed_rate(b: TeamBaseline | ReservedUse, prices: PriceBook, policy: Adv
             source=f"config advice.commitment_rates.{family} ({rate.term}): {rate.source}",
             as_of=rate.as_of, basis="commitment", gpu_model=family,
         )
-    if b.instance_type:
-        found = prices.overrides.instance(b.instance_type)
-        gpus = prices.instance_gpus(b.instance_type)
-        if found is not None and found[1].reserved_usd_per_hour and gpus:
-            name, override = found
-            return PriceQuote(
-                usd_per_gpu_hour=override.reserved_usd_per_hour / gpus, capacity_type=CapacityType.RESERVED,
-                source=f"config override prices.instance_types.{name} (reserved)", as_of=override.as_of or "",
-                basis="instance-type", instance_type=b.instance_type, gpu_model=family,
-            )
-    return None
+    return prices.reserved_quote(b.instance_type)
 
 
 def advise_commitment(b: TeamBaseline, prices: PriceBook, policy: AdvicePolicy) -> Recommendation | None:

@@ -359,8 +359,8 @@ class PriceBook:
     when given, live prices.
 
     ``live`` maps ``(instance_type, capacity_type)`` to a :class:`LivePrice` (USD per
-    instance-hour; only ``ON_DEMAND`` and ``SPOT`` keys are consulted; instance types match as in
-    :func:`instance_key`). A live price needs the instance's GPU count from the catalog or from
+    instance-hour; ``ON_DEMAND``, ``SPOT`` and ``RESERVED`` keys are consulted; instance types
+    match as in :func:`instance_key`). A live price needs the instance's GPU count from the catalog or from
     ``prices.instance_types.<type>.gpus``. Pure: no I/O after construction.
     """
 
@@ -433,6 +433,22 @@ class PriceBook:
             + f". GPU families with prices: {', '.join(self.known_families())}."
             + f" Add a price to the config, e.g. {config_example(None, family)}"
         )
+
+    def reserved_quote(self, instance_type: str | None) -> PriceQuote | None:
+        """A reserved rate for ``instance_type``, USD per GPU-hour, only when one is known: the
+        config's ``reserved_usd_per_hour``, else a live Reserved Instance price (1-year No
+        Upfront, from the Pricing API). ``None`` otherwise; :meth:`quote` would stand in the
+        on-demand price, which says nothing about what a commitment saves."""
+        if not instance_type:
+            return None
+        found = self.overrides.instance(instance_type)
+        live = self._live(instance_type, CapacityType.RESERVED)
+        if not ((found and found[1].reserved_usd_per_hour) or live):
+            return None
+        try:
+            return self.quote(instance_type, CapacityType.RESERVED, None)
+        except PriceNotFound:
+            return None
 
     def instance_names(self) -> list[str]:
         """Instance types (and catalog aliases) that can be named in a request: the catalog's
@@ -535,7 +551,9 @@ class PriceBook:
             if price is None and on_demand is not None and not strict:
                 price = _with_note(on_demand, "no spot price known, priced at on-demand")
         elif capacity is CapacityType.RESERVED:
-            price = from_override("reserved_usd_per_hour", "reserved")
+            price = from_override("reserved_usd_per_hour", "reserved") or from_live(
+                self._live(instance_type, CapacityType.RESERVED)
+            )
             if price is None and on_demand is not None:
                 price = _with_note(on_demand, "reserved capacity priced at on-demand")
         elif capacity is CapacityType.UNKNOWN:

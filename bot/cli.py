@@ -306,9 +306,7 @@ def report(
     warnings = list(built.warnings)
     if as_json:
         data = report_jsonable(chosen or built)
-        advice, advice_warnings = advice_for_report(s, cluster_state, end, team)
-        warnings += advice_warnings
-        data.update(advice, warnings=warnings)
+        data.update(advice_for_report(s, cluster_state, end, team), warnings=warnings)
         if getattr(setup.usage, "last_plan", None) is not None:
             data["source"] = describe_plan(setup.usage.last_plan)
         if fleet is not None:

@@ -16,10 +16,12 @@ from bot.settings.model import http_url
 INCOMPLETE = 3
 
 
-def advice_for_report(settings, cluster_state: Optional[Path], at, team: Optional[str]) -> tuple[dict, list[str]]:
+def advice_for_report(settings, cluster_state: Optional[Path], at, team: Optional[str]) -> dict:
     """``report --json``'s ``advice`` (list) and ``could_save_usd_per_month`` at the period's
-    end, and the warnings to add; a source that fails makes ``advice`` null and says why in a
-    warning, never a failed report."""
+    end, with ``advice_warnings`` when consumers had no DCGM history. A source that fails (no
+    cluster to read, Prometheus down) makes both null and says why in ``advice_unavailable``.
+    Neither is one of the report's warnings nor changes its exit code: the report's own figures
+    do not depend on the advice."""
     from actions.advice import recommendation_to_jsonable
     from actions.advising import gather_advice
     from bot.chat.failures import explain
@@ -38,12 +40,15 @@ def advice_for_report(settings, cluster_state: Optional[Path], at, team: Optiona
             result = gather_advice(snapshot, setup.history, price_book(settings), settings.policy, setup.policy,
                                    settings.team_directory(), at, team=team)
     except Exception as e:  # noqa: BLE001 - the report stands without its advice
-        return {"advice": None, "could_save_usd_per_month": None}, [f"advice not computed: {explain(e).message}"]
-    data = {
+        # The report itself is whole without the cluster; the advice, an extra, says why it is missing.
+        return {"advice": None, "could_save_usd_per_month": None, "advice_unavailable": explain(e).message}
+    data: dict = {
         "advice": [recommendation_to_jsonable(r) for r in result.recommendations],
         "could_save_usd_per_month": result.could_save_usd_per_month,
     }
-    return data, list(result.warnings())
+    if result.warnings():
+        data["advice_warnings"] = list(result.warnings())
+    return data
 
 
 def advise(

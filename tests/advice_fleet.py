@@ -11,7 +11,7 @@ per scrape, with the changes each consumer's story needs (said at each one):
 - ``research/pretrain`` (batch/v1 Job under Kueue, 8 H100s): training rows, every 3 h the 12
   checkpoint-pause rows: 8 busy at once 99% of the time and more.
 - ``serving/chat-api`` (Deployment, 1 H100): the trace's light-serving rows (GPU_UTIL 0% at
-  190-250 W), annotated interruptible.
+  190-250 W), annotated interruptible; its series carry the ``exported_pod`` label convention.
 - ``steady/llm-serve`` (Deployment, 2 pods of 8 H100s): training rows for all 30 days.
 - ``platform/embed-0`` (a bare pod of 4 H100s on ``rs-1``, a reserved node): training rows for
   30 days; the node's other 4 GPUs the trace's empty-GPU rows, held by no pod: idle half the time.
@@ -70,10 +70,14 @@ class Gpu:
     """One GPU's series: labels as dcgm-exporter with pod mapping, rows per scrape time."""
 
     def __init__(self, ns: str, pod: str, node: str, index: int, rows: Rows, *, start: datetime, scrape: int,
-                 fb_scale: float = 1.0, util_scale: float = 1.0, when: Callable[[datetime], bool] = lambda t: True):
+                 fb_scale: float = 1.0, util_scale: float = 1.0, when: Callable[[datetime], bool] = lambda t: True,
+                 exported: bool = False):
+        # exported: Prometheus scraped dcgm-exporter with honor_labels off, so the workload's pod
+        # labels arrive as exported_* and pod/namespace name the exporter (as gpu-pruner reads them).
+        held = ({"exported_namespace": ns, "exported_pod": pod, "namespace": "gpu-operator", "pod": "dcgm-exporter-x7k2p"}
+                if exported else {"namespace": ns, "pod": pod}) if pod else {}
         self.labels = {
-            "gpu": str(index), "UUID": f"GPU-{node}-{index}", "modelName": model_name(),
-            "Hostname": node, **({"namespace": ns, "pod": pod} if pod else {}),
+            "gpu": str(index), "UUID": f"GPU-{node}-{index}", "modelName": model_name(), "Hostname": node, **held,
         }
         self.rows, self.start, self.scrape = rows, start, scrape
         self.fb_scale, self.util_scale, self.when = fb_scale, util_scale, when
@@ -94,7 +98,7 @@ def gpus() -> list[Gpu]:
         Gpu("research", "explore-0", "nb-1", 0,
             with_interlude("notebook_idle_model_loaded", "notebook_cell_burst", 3 * 3600, WEEK_START),
             fb_scale=FB_SCALE, util_scale=UTIL_SCALE, **week),
-        Gpu("serving", "chat-api-7d4f9c8b6-q2w3e", "nb-1", 1, cycled("inference_bursty"), **week),
+        Gpu("serving", "chat-api-7d4f9c8b6-q2w3e", "nb-1", 1, cycled("inference_bursty"), exported=True, **week),
     ]
     out += [Gpu("research", "sweep-k8v2n", "sw-1", i, cycled("training" if i < 2 else "notebook_idle_model_loaded"), **week)
             for i in range(8)]

@@ -115,6 +115,8 @@ def test_light_serving_at_0_percent_utilization_is_not_right_sized(result):
     # call one GPU too many; the mean power above the idle ceiling says it works.
     chat = _usage(result, "chat-api")
     assert chat.peak_engine_pct == 0 and chat.mean_power_w > 150
+    # Read through the exported_pod label convention like the others.
+    assert (chat.gpu_hours, chat.busy_gpus, chat.peak_fb_mib) == (pytest.approx(168.0), 0, 21972)
     assert not [r for r in result.recommendations if "chat-api" in r.subject]
 
 
@@ -328,3 +330,18 @@ def test_new_advice_is_posted_to_each_team_once_and_again_only_when_it_changes(a
     changed = AdviceJob(store, ConsoleChat(out3), teams, rt.advice)
     assert changed.run(ADVISE_AT) == {"posted": 1, "repeated": 3, "no-channel": 1}
     assert "run Job research/pretrain" in out3.getvalue() and "sweep" not in out3.getvalue()
+
+
+def test_report_json_without_a_cluster_to_read_says_why_advice_is_missing_and_stays_whole(advice_prometheus, tmp_path):
+    from typer.testing import CliRunner
+
+    from bot.cli import app
+
+    config = tmp_path / "bot.yaml"
+    config.write_text(CONFIG + "kubernetes: {kubeconfig: " + str(tmp_path / "missing-kubeconfig") + "}\n")
+    out = CliRunner().invoke(app, ["report", "--json", "--period", "7d", "--config", str(config), "--prometheus-url",
+                                   advice_prometheus, "--at", "2026-11-30T00:30:00Z"])
+    data = json.loads(out.stdout)
+    assert data["advice"] is None and data["could_save_usd_per_month"] is None
+    assert "kube" in data["advice_unavailable"].lower()
+    assert not any("advice" in w for w in data["warnings"])

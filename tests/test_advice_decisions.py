@@ -79,7 +79,8 @@ def test_a_configured_reserved_rate_prices_the_commitment():
     [r] = advise([], [steady], SEED, AdvicePolicy())
     # $33.024 / 8 = $4.128 per GPU-hour reserved against $6.88 on-demand: 8 x 730 x 2.752 = $16,071.68.
     assert (r.current_usd_per_month, r.advised_usd_per_month, r.saving_usd_per_month) == (40179.20, 24107.52, 16071.68)
-    assert r.prices[1].source == "config override prices.instance_types.p5.48xlarge (reserved)"
+    assert r.prices[1].source == "config override prices.instance_types.p5.48xlarge (reserved): our 1-year reservation"
+    assert r.prices[1].as_of == "2026-11-01"
     # 640 of 720 hours is under 90%: the hours without GPUs are the 10th percentile.
     thin = TeamBaseline("ml", H100, baseline_gpus=8, hours_in_use=640, hours=720, instance_type="p5.48xlarge")
     assert advise([], [thin], SEED, AdvicePolicy()) == []
@@ -130,3 +131,47 @@ def test_fewer_gpus_for_a_consumer_of_several_pods_counts_them_together():
     # 5.2 busy at once at the 99th percentile needs 6: 16 x 730 x $6.88 = $80,358.40, 6/16 of it $30,134.40.
     assert "6 GPUs instead of 16" in r.summary and "6 GPUs in all (now 16 over 2 pods)" in r.change
     assert (r.current_usd_per_month, r.advised_usd_per_month) == (80358.40, 30134.40)
+
+
+def test_a_job_restarts_cleanly_by_its_backoff_limit_and_kubernetes_default_of_6():
+    import json
+
+    from actions.advice_usage import consumer_pods, consumer_usages
+    from actions.policy import Policy, TeamDirectory
+    from actions.sources.kubectl_dump import snapshot_from_kubectl_dump
+    from tests.advice_fleet import ADVISE_AT, _node, _owner, _pod
+
+    items = [_node("nb-1")]
+    for name, spec in (("plain", {}), ("once", {"backoffLimit": 0}), ("retries", {"backoffLimit": 2})):
+        items.append({"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+            "name": name, "namespace": "ml", "uid": f"uid-Job-ml-{name}", "creationTimestamp": "2026-11-01T00:00:00Z"},
+            "spec": spec})
+        items.append(_pod("ml", f"{name}-abcde", "nb-1", 1, _owner("batch/v1", "Job", "ml", name)))
+    snapshot = snapshot_from_kubectl_dump(json.dumps({"kind": "List", "apiVersion": "v1", "items": items}).encode(), ADVISE_AT)
+    teams = TeamDirectory([])
+    groups = consumer_pods(snapshot, Policy(), teams)
+    usages = {u.name: u for u in consumer_usages(snapshot, groups, [], {}, Policy(), teams, 7 * 86400)}
+    # batch/v1 JobSpec: backoffLimit defaults to 6 (Kubernetes API reference, Job v1).
+    assert usages["plain"].restarts_cleanly == "Job backoffLimit 6: a failed pod is replaced"
+    assert usages["retries"].restarts_cleanly == "Job backoffLimit 2: a failed pod is replaced"
+    assert usages["once"].restarts_cleanly is None
+    assert usages["plain"].gpu_hours is None and usages["plain"].capacity is CapacityType.ON_DEMAND
+
+
+def test_a_live_reserved_instance_price_prices_the_commitment_when_no_rate_is_configured():
+    from datetime import datetime, timezone
+
+    from actions.prices import LivePrice
+
+    fetched = datetime(2026, 11, 23, 6, 0, tzinfo=timezone.utc)
+    live = {("p5.48xlarge", CapacityType.RESERVED): LivePrice(
+        "p5.48xlarge", CapacityType.RESERVED, 36.0,
+        "AWS Pricing API (Reserved Instance, 1 year standard, No Upfront, us-east-1)", fetched, "us-east-1")}
+    book = PriceBook(PriceCatalog.bundled(), live=live)
+    steady = TeamBaseline("ml", H100, baseline_gpus=8, hours_in_use=720, hours=720, instance_type="p5.48xlarge")
+    [r] = advise([], [steady], book, AdvicePolicy())
+    # $36 / 8 = $4.50 per GPU-hour against the catalog's $6.88: 8 x 730 x $2.38 = $13,899.20.
+    assert r.saving_usd_per_month == 13899.20
+    assert r.prices[1].source.startswith("AWS Pricing API (Reserved Instance") and r.prices[1].as_of == "2026-11-23T06:00:00Z"
+    # Without a live or configured reserved rate there is none: on-demand never stands in for it.
+    assert PriceBook(PriceCatalog.bundled()).reserved_quote("p5.48xlarge") is None

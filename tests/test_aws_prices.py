@@ -488,3 +488,40 @@ def test_refresh_job_default_fetcher_uses_the_standard_aws_configuration(pricing
         ("g5.xlarge", CapacityType.SPOT),
     }
     assert [r["Filters"][0]["Value"] for r in pricing_api.requests] == ["p5.48xlarge", "g5.xlarge"]
+
+
+def _with_reserved(item: str) -> str:
+    """``item`` with the ``Reserved`` offers the price list gives an EC2 product: the 1-year
+    standard No Upfront one (offer term code 4NA7Y494T4, an hourly rate only), a 3-year All
+    Upfront one (an upfront ``Quantity`` fee and $0 an hour) and a 1-year convertible one."""
+    doc = json.loads(item)
+    sku = doc["product"]["sku"]
+
+    def offer(code: str, attrs: dict[str, str], dims: dict[str, tuple[str, str]]) -> dict:
+        return {"offerTermCode": code, "sku": sku, "effectiveDate": "2025-06-04T00:00:00Z", "termAttributes": attrs,
+                "priceDimensions": {f"{sku}.{code}.{rate}": {"unit": unit, "pricePerUnit": {"USD": usd}, "appliesTo": [],
+                                                             "rateCode": f"{sku}.{code}.{rate}", "description": "reserved"}
+                                    for rate, (unit, usd) in dims.items()}}
+
+    doc["terms"]["Reserved"] = {
+        f"{sku}.4NA7Y494T4": offer("4NA7Y494T4", {"LeaseContractLength": "1yr", "OfferingClass": "standard",
+                                                  "PurchaseOption": "No Upfront"}, {"6YS6EN2CT7": ("Hrs", "36.3290000000")}),
+        f"{sku}.NQ3QZPMQV9": offer("NQ3QZPMQV9", {"LeaseContractLength": "3yr", "OfferingClass": "standard",
+                                                  "PurchaseOption": "All Upfront"},
+                                   {"2TG2D8R56U": ("Quantity", "570000"), "6YS6EN2CT7": ("Hrs", "0.0000000000")}),
+        f"{sku}.7NE97W5U4E": offer("7NE97W5U4E", {"LeaseContractLength": "1yr", "OfferingClass": "convertible",
+                                                  "PurchaseOption": "No Upfront"}, {"6YS6EN2CT7": ("Hrs", "40.1000000000")}),
+    }
+    return json.dumps(doc)
+
+
+def test_the_1_year_no_upfront_reserved_rate_comes_with_the_on_demand_one(pricing_api, ec2):
+    # EC2 price list products carry OnDemand and Reserved terms side by side (AWS Price List
+    # API, offer file format: terms.Reserved[].termAttributes LeaseContractLength,
+    # OfferingClass, PurchaseOption).
+    pricing_api.products = {"p5.48xlarge": [_with_reserved(P5_PLAIN), _with_reserved(P5_WINDOWS)]}
+    prices = _fetcher(pricing_api, ec2).on_demand(["p5.48xlarge"], NOW)
+    assert [(p.capacity_type, p.usd_per_hour) for p in prices] == [
+        (CapacityType.ON_DEMAND, 55.044), (CapacityType.RESERVED, 36.329)]
+    assert prices[1].source == "AWS Pricing API (Reserved Instance, 1 year standard, No Upfront, us-east-1)"
+    assert len(pricing_api.requests) == 1  # read from the same answer

@@ -8,7 +8,10 @@ identity on EKS) allowed ``pricing:GetProducts`` and ``ec2:DescribeSpotPriceHist
   ``TERM_MATCH`` per product attribute of the plain Linux row: ``instanceType``, ``regionCode``,
   ``operatingSystem=Linux``, ``tenancy=Shared``, ``preInstalledSw=NA``, ``capacitystatus=Used``,
   ``licenseModel=No License required`` and ``marketoption=OnDemand``. The price is the
-  ``pricePerUnit.USD`` of the hourly ``OnDemand`` dimension of the matching product.
+  ``pricePerUnit.USD`` of the hourly ``OnDemand`` dimension of the matching product. The same
+  products carry their ``Reserved`` terms: the hourly rate of the 1-year standard No Upfront
+  Reserved Instance (:data:`RESERVED_TERM`) is read from them too, with no further call, for
+  commitment advice.
 - Spot: ``ec2:DescribeSpotPriceHistory`` in the cluster's region for ``Linux/UNIX`` since
   ``now - 1 h``. AWS includes the record in effect at the start time, so every availability zone
   that offers the type appears; the price is the median over zones of each zone's latest record.
@@ -132,6 +135,48 @@ def _utc(value: datetime) -> datetime:
 
 
 # --- parsing (pure) --------------------------------------------------------------------------------
+
+
+# termAttributes of the Reserved Instance offer read: the one with no upfront fee, so its hourly
+# rate is its whole price.
+RESERVED_TERM = {"LeaseContractLength": "1yr", "OfferingClass": "standard", "PurchaseOption": "No Upfront"}
+
+
+def reserved_usd_per_hour(
+    price_list: Iterable[str | Mapping[str, Any]], *, instance_type: str, region: str
+) -> float | None:
+    """The 1-year standard No Upfront Reserved Instance rate, USD per instance-hour, in a
+    ``GetProducts`` ``PriceList`` (items as :func:`on_demand_usd_per_hour` reads them, whose
+    ``terms.Reserved`` offers carry ``termAttributes`` and hourly ``priceDimensions``). Only the
+    plain Linux products count. ``None`` when none is listed or the products disagree (logged):
+    a missing reserved rate must not cost the on-demand one. Never raises for a malformed item;
+    :func:`on_demand_usd_per_hour` reports those."""
+    found: set[float] = set()
+    for item in price_list:
+        try:
+            doc = json.loads(item) if isinstance(item, str) else item
+            attributes = doc["product"].get("attributes", {})
+            offers = doc.get("terms", {}).get("Reserved", {}) or {}
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+        wanted = {"instanceType": instance_type, "regionCode": region, **ON_DEMAND_FILTERS}
+        if any(attributes.get(k, v) != v for k, v in wanted.items()):
+            continue
+        for offer in offers.values():
+            if any(offer.get("termAttributes", {}).get(k) != v for k, v in RESERVED_TERM.items()):
+                continue
+            for dim in offer.get("priceDimensions", {}).values():
+                try:
+                    usd = float(dim["pricePerUnit"]["USD"])
+                except (KeyError, TypeError, ValueError):
+                    continue
+                if dim.get("unit") == "Hrs" and usd > 0:
+                    found.add(usd)
+    if len(found) > 1:
+        log.warning("pricing:GetProducts for %s in %s: several 1-year No Upfront reserved rates %s; none used",
+                    instance_type, region, sorted(found))
+        return None
+    return found.pop() if found else None
 
 
 def on_demand_usd_per_hour(
@@ -268,8 +313,10 @@ class AwsPriceFetcher:
 
     def on_demand(self, instance_types: Iterable[str], now: datetime) -> list[LivePrice]:
         """On-demand USD per instance-hour of each instance type, from the Pricing API, as of
-        ``now`` (aware UTC, the fetch time). Types the API lists no plain Linux on-demand price for
-        in this region are left out. One paginated ``GetProducts`` per type.
+        ``now`` (aware UTC, the fetch time), each followed by its 1-year No Upfront Reserved
+        Instance rate (capacity type ``reserved``) when the same products list one. Types the API
+        lists no plain Linux on-demand price for in this region are left out. One paginated
+        ``GetProducts`` per type.
 
         Raises PriceFetchError naming ``pricing:GetProducts`` when a call fails (after retries for
         throttling and transient faults) or the answer is ambiguous or malformed.
@@ -311,6 +358,18 @@ class AwsPriceFetcher:
                     region=self.region,
                 )
             )
+            reserved = reserved_usd_per_hour(items, instance_type=instance_type, region=self.region)
+            if reserved is not None:
+                out.append(
+                    LivePrice(
+                        instance_type=instance_type,
+                        capacity_type=CapacityType.RESERVED,
+                        usd_per_hour=reserved,
+                        source=f"AWS Pricing API (Reserved Instance, 1 year standard, No Upfront, {self.region})",
+                        as_of=now,
+                        region=self.region,
+                    )
+                )
         return out
 
     def spot(self, instance_types: Iterable[str], now: datetime) -> list[LivePrice]:

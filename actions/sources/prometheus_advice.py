@@ -35,7 +35,7 @@ from typing import Mapping, Sequence
 
 from actions.advice_model import AdvicePolicy
 from actions.model import ENGINE_ACTIVE, GPU_UTIL, POWER_USAGE
-from actions.sources.prometheus import PrometheusApi, TelemetryError, _by_gpu, _duration, _number
+from actions.sources.prometheus import PrometheusApi, TelemetryError, _by_gpu, _duration, _number, _pod_labels
 
 FB_USED = "DCGM_FI_DEV_FB_USED"
 STEP_SECONDS = 300
@@ -107,8 +107,13 @@ def _regex(values: Sequence[str]) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _activity(engine: str, util: str) -> str:
-    return f"((100 * {_by_gpu('max', engine)}) or {_by_gpu('max', util)})"
+# Activity per GPU series in percent 0-100: ENGINE_ACTIVE (ratio, x100) where exported, else
+# GPU_UTIL. Set operators match label sets without the metric name, so a GPU exporting both
+# keeps ENGINE_ACTIVE.
+_RAW_ACTIVITY = f"((100 * {ENGINE_ACTIVE}) or {GPU_UTIL})"
+# The pod labels of every dcgm-exporter convention: grouping by all of them inside a subquery and
+# renaming them once outside keeps the 2,016 steps of a week free of label_replace.
+_POD_KEYS = "namespace, pod, exported_namespace, exported_pod, pod_namespace, pod_name"
 
 
 def pod_queries(policy: AdvicePolicy) -> dict[str, str]:
@@ -119,15 +124,17 @@ def pod_queries(policy: AdvicePolicy) -> dict[str, str]:
         f'"{SIGNAL}", "{ENGINE_ACTIVE}", "", "") or ignoring ({SIGNAL}) '
         f'label_replace({_by_gpu("max", f"max_over_time({GPU_UTIL}[{w}])")}, "{SIGNAL}", "{GPU_UTIL}", "", ""))'
     )
-    activity = _activity(ENGINE_ACTIVE, GPU_UTIL)
+    busy_at_once = f"sum by ({_POD_KEYS}) ({_RAW_ACTIVITY} > bool {_number(policy.busy_engine_pct)})"
     return {
         "peak_fb": f"max by (namespace, pod, modelName) ({_by_gpu('max', f'max_over_time({FB_USED}[{w}])')})",
         "peak_engine": peak_engine,
         "mean_power": f"max by (namespace, pod) ({_by_gpu('max', f'avg_over_time({POWER_USAGE}[{w}])')})",
-        "gpu_hours": f"sum by (namespace, pod) (count_over_time({activity}[{w}:{step}])) * {_number(STEP_SECONDS / 3600)}",
+        "gpu_hours": (
+            f"sum by (namespace, pod) ({_pod_labels(f'count_over_time({_RAW_ACTIVITY}[{w}:{step}])')})"
+            f" * {_number(STEP_SECONDS / 3600)}"
+        ),
         "busy": (
-            f"quantile_over_time({_number(policy.busy_quantile)}, "
-            f"(sum by (namespace, pod) ({activity} > bool {_number(policy.busy_engine_pct)}))[{w}:{step}])"
+            f"max by (namespace, pod) ({_pod_labels(f'quantile_over_time({_number(policy.busy_quantile)}, ({busy_at_once})[{w}:{step}])')})"
         ),
     }
 
