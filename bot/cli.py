@@ -286,7 +286,7 @@ def report(
         from bot.chat.runtime import UnknownCluster
         from bot.fleet import cost_reports
         try:
-            built, fleet = cost_reports(s, start, end, cluster)
+            built, fleet = cost_reports(s, start, end, cluster, store, source)
         except UnknownCluster as e:
             raise typer.BadParameter(str(e), param_hint="--cluster") from None
     else:

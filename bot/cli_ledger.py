@@ -14,6 +14,7 @@ import typer
 from actions.ledger import EMPTY, FILLED, PARTIAL, PeriodPlan, floor_hour, hours_between, ranges
 from actions.model import format_time, parse_time, utc_now
 from bot.settings import Settings, load_settings
+from bot.settings.clusters import ClusterTarget
 from bot.settings.model import http_url
 
 ledger_app = typer.Typer(help="the usage ledger: which hours it holds, and filling it from Prometheus history",
@@ -59,30 +60,48 @@ def describe_plan(plan: PeriodPlan) -> dict:
             "missing_hours": plan.missing_hours}
 
 
+ClusterOpt = typer.Option(None, "--cluster", help="one cluster of `clusters:` (default: the first or only one)")
+
+
+def _target(s: Settings, cluster: Optional[str]) -> ClusterTarget:
+    """The cluster ``--cluster`` names (default: the first or only one); BadParameter naming the
+    configured ones otherwise."""
+    targets = s.cluster_targets()
+    if cluster is None:
+        return targets[0]
+    for t in targets:
+        if t.name == cluster:
+            return t
+    raise typer.BadParameter(f"no cluster {cluster!r}; the clusters are {', '.join(t.name for t in targets)}",
+                             param_hint="--cluster")
+
+
 @ledger_app.command()
 def status(
     config: Optional[Path] = ConfigOpt,
     since: Optional[str] = typer.Option(None, help=f"from this day ({DATE_EXAMPLE}); default: ledger.backfill_days ago"),
     as_json: bool = typer.Option(False, "--json", help="print the status as JSON"),
     at: Optional[str] = typer.Option(None, help="as of this RFC 3339 instant (default: now)"),
+    cluster: Optional[str] = ClusterOpt,
 ) -> None:
     """Which hours the ledger holds (filled, partial, empty) and which are missing."""
     from actions.ledger_store import LedgerStore
     from actions.store import Store
 
     s = _settings(config)
+    name = _target(s, cluster).name
     now = parse_date(at, "--at") if at else utc_now()
     start = parse_date(since, "--since") if since else floor_hour(now) - timedelta(days=s.ledger.backfill_days)
     store = Store(s.database_url)
     store.migrate()
     ledger = LedgerStore(store)
-    hours = [row for row in ledger.hours(s.cluster_name) if start <= row[0] < floor_hour(now)]
+    hours = [row for row in ledger.hours(name) if start <= row[0] < floor_hour(now)]
     held = {row[0] for row in hours}
     by_status = {st: [row for row in hours if row[1] == st] for st in (FILLED, PARTIAL, EMPTY)}
     missing = ranges(x for x in hours_between(start, floor_hour(now)) if x not in held)
-    counts = ledger.counts(s.cluster_name)
+    counts = ledger.counts(name)
     data = {
-        "cluster": s.cluster_name,
+        "cluster": name,
         "enabled": s.ledger.enabled,
         "from": format_time(floor_hour(start)), "until": format_time(floor_hour(now)),
         "hours": {st: len(rows) for st, rows in by_status.items()},
@@ -99,7 +118,7 @@ def status(
         return
     h = data["hours"]
     typer.echo(
-        f"usage ledger of cluster {s.cluster_name} ({'enabled' if s.ledger.enabled else 'disabled: ledger.enabled is false'}), "
+        f"usage ledger of cluster {name} ({'enabled' if s.ledger.enabled else 'disabled: ledger.enabled is false'}), "
         f"{data['from']} to {data['until']}: {h[FILLED]} hour(s) filled, {h[PARTIAL]} partial, {h[EMPTY]} empty, "
         f"{data['missing_hours']} missing; {data['rows']} row(s) in all"
     )
@@ -115,6 +134,7 @@ def backfill(
     until: Optional[str] = typer.Option(None, help="up to this day or instant (default: the last finished hour)"),
     config: Optional[Path] = ConfigOpt,
     prometheus_url: Optional[str] = typer.Option(None, help="overrides prometheus.url"),
+    cluster: Optional[str] = ClusterOpt,
 ) -> None:
     """Roll the missing hours since DATE up from Prometheus history, oldest first, with a progress
     bar. Hours before the first data Prometheus holds stay missing."""
@@ -132,8 +152,9 @@ def backfill(
                                  param_hint="--since")
     store = Store(s.database_url)
     store.migrate()
-    prometheus = prometheus_usage(s)
-    rollup = LedgerRollup(prometheus, LedgerStore(store), cluster=s.cluster_name,
+    target = _target(s, cluster)
+    prometheus = prometheus_usage(s, target)
+    rollup = LedgerRollup(prometheus, LedgerStore(store), cluster=target.name,
                           team_label=s.costs.team_label, prices=price_book(s))
     todo = rollup.missing(start, now)
     first = first_data_hour(prometheus, todo[0], now) if todo else None
@@ -142,7 +163,7 @@ def backfill(
     with typer.progressbar(fill, label=f"rolling up {len(fill)} hour(s)", file=None) as bar:
         for hour in bar:
             rollup.roll_up(hour, s.policy, now)
-    typer.echo(f"filled {len(fill)} hour(s) of cluster {s.cluster_name} since {format_time(start)}"
+    typer.echo(f"filled {len(fill)} hour(s) of cluster {target.name} since {format_time(start)}"
                + (f"; {unreachable} hour(s) are older than the first data Prometheus holds and stay missing"
                   if unreachable else ""))
     store.close()

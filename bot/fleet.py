@@ -14,13 +14,13 @@ from actions.cost import CostReport
 from actions.executors import KubernetesWriter, RoutingWriter
 from actions.executors.jupyterhub import HubWriter
 from actions.fleet import FleetReport
-from actions.reporting import CostSetup, build_fleet_report, build_report
+from actions.reporting import build_fleet_report, build_report
 from actions.sources.kubernetes import KubernetesSource, load_kube_config
 from actions.sources.prometheus import PrometheusTelemetry
-from actions.sources.prometheus_usage import PrometheusUsage
+from actions.store import Store
 from bot.chat.runtime import ClusterParts, UnknownCluster
 from bot.jobs.prices import price_book
-from bot.readers import advice_setup
+from bot.readers import advice_setup, cost_setup
 from bot.settings import Settings
 from bot.settings.clusters import ClusterTarget
 
@@ -35,26 +35,13 @@ def telemetry_for(settings: Settings, target: ClusterTarget) -> PrometheusTeleme
     )
 
 
-def costs_for(settings: Settings, target: ClusterTarget) -> CostSetup:
-    """Cost reports of ``target`` from its kube-state-metrics and DCGM history, with the
-    ``costs`` settings (team label, top consumers, time zone)."""
-    c = settings.costs
-    return CostSetup(
-        usage=PrometheusUsage(
-            target.prometheus_url, target.headers, verify_tls=settings.prometheus.verify_tls,
-            timeout_seconds=c.query_timeout_seconds, team_label=c.team_label, scope=target.scope,
-        ),
-        team_label=c.team_label,
-        top_consumers=c.top_consumers,
-        timezone=c.timezone,
-        spot_ratio_target=settings.alerts.spot_ratio_target,
-    )
-
-
-def cluster_parts(settings: Settings, hubs: HubWriter | None = None) -> tuple[ClusterParts, ...]:
+def cluster_parts(
+    settings: Settings, hubs: HubWriter | None = None, store: Store | None = None, source: str = "auto",
+) -> tuple[ClusterParts, ...]:
     """One :class:`~bot.chat.runtime.ClusterParts` per entry of ``clusters:``, in order; empty
     when the bot watches one cluster. JupyterHub servers (``hubs``) are stopped through the first
-    cluster's writer (``jupyterhub.hubs`` names no cluster). Raises ClusterConfigError when a
+    cluster's writer (``jupyterhub.hubs`` names no cluster). Reports read each cluster's rows of
+    the usage ledger in ``store`` as ``source`` says (:func:`bot.readers.usage_source`). Raises ClusterConfigError when a
     cluster's kubeconfig context cannot be loaded."""
     if not settings.clusters:
         return ()
@@ -67,7 +54,7 @@ def cluster_parts(settings: Settings, hubs: HubWriter | None = None) -> tuple[Cl
             cluster=KubernetesSource(api, page_size=k.page_size, timeout_seconds=k.timeout_seconds),
             telemetry=telemetry_for(settings, target),
             writer=RoutingWriter(KubernetesWriter(api, timeout_seconds=k.timeout_seconds), hubs if i == 0 else None),
-            costs=costs_for(settings, target),
+            costs=cost_setup(settings, store, source, target),
             advice=advice_setup(settings, target),
         ))
     return tuple(parts)
@@ -75,13 +62,15 @@ def cluster_parts(settings: Settings, hubs: HubWriter | None = None) -> tuple[Cl
 
 def cost_reports(
     settings: Settings, start: datetime, end: datetime, cluster: str | None = None,
+    store: Store | None = None, source: str = "auto",
 ) -> tuple[CostReport, FleetReport | None]:
     """The cost report over ``[start, end]`` of a bot with ``clusters:``: ``(cluster's report,
     None)`` for a named ``cluster``, else ``(the fleet's totals, the FleetReport with a report per
     cluster)``. Node capacity types missing from ``kube_node_labels`` are read from each cluster's
     API server. Raises UnknownCluster for a name not configured (listing them), ValueError
-    without ``clusters:``, and TelemetryError when no cluster's Prometheus answers."""
-    parts = cluster_parts(settings)
+    without ``clusters:``, and TelemetryError when no cluster's Prometheus answers. Each cluster's usage
+    comes from the usage ledger in ``store`` as ``source`` says (:func:`bot.readers.usage_source`)."""
+    parts = cluster_parts(settings, store=store, source=source)
     if not parts:
         raise ValueError("cost_reports is for a bot with `clusters:`; a bot of one cluster reports as it always did")
     book, teams, policy = price_book(settings), settings.team_directory(), settings.policy

@@ -52,40 +52,46 @@ def kueue_metrics(settings: Settings) -> KueueMetrics:
     )
 
 
-def prometheus_usage(settings: Settings) -> PrometheusUsage:
-    """The configured Prometheus's kube-state-metrics and DCGM history, read with the cost
-    queries' timeout and the team label."""
-    p = _prometheus(settings)
+def prometheus_usage(settings: Settings, target: ClusterTarget | None = None) -> PrometheusUsage:
+    """The configured Prometheus's kube-state-metrics and DCGM history, or ``target``'s (a
+    cluster of ``clusters:``, narrowed to its label), read with the cost queries' timeout and
+    the team label."""
+    target = target or settings.cluster_targets()[0]
     return PrometheusUsage(
-        p["url"], p["headers"], verify_tls=p["verify_tls"],
+        target.prometheus_url, target.headers, verify_tls=settings.prometheus.verify_tls,
         timeout_seconds=settings.costs.query_timeout_seconds, team_label=settings.costs.team_label,
+        scope=target.scope,
     )
 
 
-def usage_source(settings: Settings, store: Store | None, source: str = "auto") -> PrometheusUsage | LedgerUsage:
-    """Where reports read usage: ``prometheus`` straight from Prometheus; ``ledger`` the usage
-    ledger in ``store`` alone (no PromQL); ``auto`` the ledger with the current hour from
-    Prometheus when ``ledger.enabled`` (else Prometheus). Raises ValueError for another source,
-    or ``ledger`` without a store."""
+def usage_source(
+    settings: Settings, store: Store | None, source: str = "auto", target: ClusterTarget | None = None,
+) -> PrometheusUsage | LedgerUsage:
+    """Where reports of ``target`` (default: the first or only cluster) read usage:
+    ``prometheus`` straight from Prometheus; ``ledger`` the usage ledger in ``store`` alone (no
+    PromQL); ``auto`` the ledger with the current hour from Prometheus when ``ledger.enabled``
+    (else Prometheus). Raises ValueError for another source, or ``ledger`` without a store."""
     if source not in SOURCES:
         raise ValueError(f"source {source!r} is not one of {', '.join(SOURCES)}; e.g. --source ledger")
-    prometheus = prometheus_usage(settings)
+    target = target or settings.cluster_targets()[0]
+    prometheus = prometheus_usage(settings, target)
     if source == "prometheus" or (source == "auto" and (not settings.ledger.enabled or store is None)):
         return prometheus
     if store is None:
         raise ValueError("source ledger reads the database; give a config whose database_url holds the ledger")
     return LedgerUsage(
-        LedgerStore(store), prometheus, cluster=settings.cluster_name, team_label=settings.costs.team_label,
-        source=source,
+        LedgerStore(store), prometheus, cluster=target.name, team_label=settings.costs.team_label, source=source,
     )
 
 
-def cost_setup(settings: Settings, store: Store | None = None, source: str = "auto") -> CostSetup:
-    """Cost reports from :func:`usage_source` (the ledger in ``store`` when ``ledger.enabled``,
-    else the configured Prometheus's history), with the ``costs`` settings (team label, top
-    consumers, time zone)."""
+def cost_setup(
+    settings: Settings, store: Store | None = None, source: str = "auto", target: ClusterTarget | None = None,
+) -> CostSetup:
+    """Cost reports of ``target`` (default: the first or only cluster) from :func:`usage_source`
+    (the ledger in ``store`` when ``ledger.enabled``, else Prometheus's history), with the
+    ``costs`` settings (team label, top consumers, time zone)."""
     return CostSetup(
-        usage=usage_source(settings, store, source),
+        usage=usage_source(settings, store, source, target),
         team_label=settings.costs.team_label,
         top_consumers=settings.costs.top_consumers,
         timezone=settings.costs.timezone,

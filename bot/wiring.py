@@ -48,6 +48,7 @@ from bot.service.metrics import BotMetrics
 from bot.service.process import Process, exit_now, run_until_signalled
 from bot.service.work import Periodic, WorkerPool
 from bot.settings import Settings
+from bot.settings.clusters import ClusterTarget
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +109,7 @@ def build_runtime(
     if migrate:
         store.migrate()
     # A dump or a recording stands for one cluster: `clusters:` is then not read.
-    several = () if cluster_state or telemetry_file else cluster_parts(settings, hub_writer(settings))
+    several = () if cluster_state or telemetry_file else cluster_parts(settings, hub_writer(settings), store)
     if several:
         first = several[0]
         reader, writer, telemetry, costs = first.cluster, first.writer, first.telemetry, first.costs
@@ -189,12 +190,14 @@ def digests_for(rt: Runtime, settings: Settings, *, holder: str | None = None) -
     )
 
 
-def ledger_job(rt: Runtime, settings: Settings) -> ledger.LedgerJob:
-    """The usage-ledger job: the configured Prometheus rolled up into ``rt``'s store, as the
-    cluster ``cluster_name``, with ``rt``'s prices recorded as the prices in force."""
+def ledger_job(rt: Runtime, settings: Settings, target: ClusterTarget | None = None) -> ledger.LedgerJob:
+    """The usage-ledger job of ``target`` (default: the first or only cluster): its Prometheus,
+    narrowed to its label, rolled up into ``rt``'s store as its rows, with ``rt``'s prices
+    recorded as the prices in force."""
+    target = target or settings.cluster_targets()[0]
     store = LedgerStore(rt.store)
     rollup = LedgerRollup(
-        prometheus_usage(settings), store, cluster=settings.cluster_name,
+        prometheus_usage(settings, target), store, cluster=target.name,
         team_label=settings.costs.team_label, prices=rt.prices,
     )
     return ledger.LedgerJob(rollup, store, settings.ledger, rt.policy, rt.clock)
@@ -215,10 +218,12 @@ def scheduled_jobs(rt: Runtime, settings: Settings) -> list[ScheduledJob]:
         ScheduledJob(digests.JOB_ID, _every(digests.DIGEST_CHECK_SECONDS), digests_for(rt, settings).scheduled),
     ]
     if settings.ledger.enabled:
-        jobs.append(ScheduledJob(
-            ledger.JOB_ID, _every(settings.ledger.interval_seconds), ledger_job(rt, settings).scheduled,
-            first_run_at_start=True,
-        ))
+        # One rollup per cluster, each claimed on its own (the first keeps the id "usage-ledger").
+        for i, target in enumerate(settings.cluster_targets()):
+            jobs.append(ScheduledJob(
+                ledger.JOB_ID if i == 0 else f"{ledger.JOB_ID}-{target.name}", _every(settings.ledger.interval_seconds),
+                ledger_job(rt, settings, target).scheduled, first_run_at_start=True,
+            ))
     every = settings.advice.post_every_seconds
     if every is not None and rt.advice_setup is not None:
         posts = advice_jobs.AdviceJob(rt.store, rt.chat, rt.teams, rt.advice)

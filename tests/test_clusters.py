@@ -518,3 +518,29 @@ def test_alerts_read_every_cluster_and_one_down_does_not_silence_the_others(two_
     alerts, errors = job.evaluate(SWEEP_AT, None)  # evaluate: what holds, before the once-a-day claim
     idle = [a for a in alerts if "in cluster" in a.text]
     assert errors >= 1 and idle and all("in cluster west" not in a.text for a in idle)
+
+
+def test_the_usage_ledger_keeps_each_cluster_apart(report_config):
+    """``ledger backfill --cluster west`` rolls up west's series alone (the shared endpoint
+    narrowed to cluster="west"); west's report from the ledger then equals west's report from
+    Prometheus to the cent, while east, never rolled up, is reported as missing every hour."""
+    week = ["--period", "7d", "--json"]
+    filled = runner.invoke(app, ["ledger", "backfill", "--config", str(report_config), "--cluster", "west",
+                                 "--since", "2026-11-14", "--until", REPORT_AT])
+    assert filled.exit_code == 0, filled.output
+    assert "filled 168 hour(s) of cluster west" in filled.stdout
+
+    from_ledger = _report(report_config, "--cluster", "west", "--source", "ledger", *week)
+    from_prometheus = _report(report_config, "--cluster", "west", "--source", "prometheus", *week)
+    assert from_ledger.exit_code == from_prometheus.exit_code == 0, (from_ledger.output, from_prometheus.output)
+    ledger_costs = _costs(json.loads(from_ledger.stdout))
+    assert ledger_costs == _costs(json.loads(from_prometheus.stdout))
+    assert ledger_costs == {"research": 1155.84}  # 168 GPU-hours at $6.88 (test_usage_prometheus)
+
+    east = _report(report_config, "--cluster", "east", "--source", "ledger", *week)
+    assert east.exit_code == 3 and "does not hold 168 of the 168 hours" in east.output, east.output
+    status = runner.invoke(app, ["ledger", "status", "--config", str(report_config), "--cluster", "east",
+                                 "--since", "2026-11-14", "--at", REPORT_AT, "--json"])
+    assert status.exit_code == 0 and json.loads(status.stdout)["missing_hours"] == 168, status.output
+    unknown = runner.invoke(app, ["ledger", "status", "--config", str(report_config), "--cluster", "north"])
+    assert unknown.exit_code == 2 and "no cluster 'north'; the clusters are east, west" in unknown.output
