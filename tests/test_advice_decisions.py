@@ -175,3 +175,24 @@ def test_a_live_reserved_instance_price_prices_the_commitment_when_no_rate_is_co
     assert r.prices[1].source.startswith("AWS Pricing API (Reserved Instance") and r.prices[1].as_of == "2026-11-23T06:00:00Z"
     # Without a live or configured reserved rate there is none: on-demand never stands in for it.
     assert PriceBook(PriceCatalog.bundled()).reserved_quote("p5.48xlarge") is None
+
+
+def test_the_advice_message_keeps_to_slacks_block_limits_and_escapes_names():
+    from datetime import datetime, timezone
+
+    from bot.chat.blocks.advice import advice_message, could_save_lines
+
+    recs = advise([job(key=f"idle-workload/ml/Job/t{i}", name=f"t{i}<!channel>", whole_gpus=8, gpus=8.0,
+                       gpu_hours=8 * 168.0, busy_gpus=2, instance_type="p5.48xlarge") for i in range(20)],
+                  [], BUNDLED, AdvicePolicy())
+    at = datetime(2026, 11, 30, 0, 30, tzinfo=timezone.utc)
+    message = advice_message(recs, could_save(recs), at, "ml")
+    # Slack: at most 50 blocks a message (REFERENCE, Block Kit limits); 15 shown, 2 blocks each.
+    assert len(message.blocks) == 1 + 15 * 2 + 1 <= 50
+    assert "25 more not shown" in message.blocks[-1]["elements"][0]["text"]
+    assert all(len(b["text"]["text"]) <= 3000 for b in message.blocks if b["type"] == "section")
+    assert "<!channel>" not in str(message.blocks) and "&lt;!channel&gt;" in str(message.blocks)
+    lines = could_save_lines(recs, could_save(recs))
+    assert len(lines) == 1 + 3 + 1 and lines[-1] == "• and 37 more: `/gpu advise`"
+    empty = advice_message([], 0.0, at, "ml")
+    assert "No advice for team ml" in empty.text

@@ -44,9 +44,6 @@ POD_QUERIES = ("peak_fb", "peak_engine", "mean_power", "gpu_hours", "busy")
 TEAM_QUERIES = ("baseline", "hours_in_use", "peak")
 RESERVED_QUERIES = ("idle_ratio", "gpus")
 SIGNAL = "engine_signal"
-_GPU = "UUID, GPU_I_ID, Hostname, modelName"
-# (namespace label, pod label) of each dcgm-exporter convention.
-_CONVENTIONS = (("namespace", "pod"), ("exported_namespace", "exported_pod"), ("pod_namespace", "pod_name"))
 
 
 @dataclass(frozen=True)
@@ -114,6 +111,7 @@ _RAW_ACTIVITY = f"((100 * {ENGINE_ACTIVE}) or {GPU_UTIL})"
 # The pod labels of every dcgm-exporter convention: grouping by all of them inside a subquery and
 # renaming them once outside keeps the 2,016 steps of a week free of label_replace.
 _POD_KEYS = "namespace, pod, exported_namespace, exported_pod, pod_namespace, pod_name"
+_NAMESPACE_KEYS = "namespace, exported_namespace, pod_namespace"
 
 
 def pod_queries(policy: AdvicePolicy) -> dict[str, str]:
@@ -139,43 +137,47 @@ def pod_queries(policy: AdvicePolicy) -> dict[str, str]:
     }
 
 
-def _selected(metric: str, namespaces: Sequence[str], pods: Sequence[str] | None) -> str:
-    """``metric`` for these namespaces (and pods), whichever label convention carries them."""
-    parts = []
-    for ns_label, pod_label in _CONVENTIONS:
-        pod = f", {pod_label}=~{_regex(pods)}" if pods else f', {pod_label}!=""'
-        parts.append(f'{metric}{{{ns_label}=~{_regex(namespaces)}{pod}, GPU_I_ID=""}}')
-    return "(" + " or ".join(parts) + ")"
+def _replacement(value: str) -> str:
+    """``value`` as a PromQL string literal for label_replace's replacement (``$`` doubled)."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "$$") + '"'
+
+
+def _mapped(expr: str, groups: Mapping[str, Sequence[str]], source: str, target: str) -> str:
+    """``expr`` with label ``target`` set to each group's name where ``source`` is one of its
+    values (label_replace anchors its regex), one label_replace per group. Applied to a small
+    aggregated vector at each step, so its cost does not grow with the GPUs."""
+    for name, values in sorted(groups.items()):
+        expr = f'label_replace({expr}, "{target}", {_replacement(name)}, "{source}", {_regex(values)})'
+    return expr
 
 
 def consumer_busy_query(policy: AdvicePolicy, consumers: Mapping[str, tuple[str, Sequence[str]]]) -> str:
     """PromQL: for each consumer (key -> (namespace, its pods)), the ``busy_quantile`` of its
-    GPUs busy at once, as one series labelled ``consumer``. Pure."""
+    GPUs busy at once, as one series labelled ``consumer`` (and one with ``consumer`` empty for
+    every other pod, to be ignored). At each step the busy GPUs are summed per pod, the pods
+    renamed to one label convention and mapped to their consumer. Pure."""
     w, step, thr = _duration(policy.window_seconds), _duration(STEP_SECONDS), _number(policy.busy_engine_pct)
-    branches = []
-    for key, (ns, pods) in sorted(consumers.items()):
-        by = f"max by ({_GPU}) "
-        busy = (
-            f"sum(((100 * {by}({_selected(ENGINE_ACTIVE, [ns], pods)})) or {by}({_selected(GPU_UTIL, [ns], pods)}))"
-            f" > bool {thr})"
-        )
-        escaped = key.replace("\\", "\\\\").replace('"', '\\"').replace("$", "$$")
-        branches.append(f'label_replace({busy}, "consumer", "{escaped}", "", "")')
-    return f"quantile_over_time({_number(policy.busy_quantile)}, ({' or '.join(branches)})[{w}:{step}])"
+    per_pod = _pod_labels(f"sum by ({_POD_KEYS}) ({_RAW_ACTIVITY} > bool {thr})")
+    joined = f'label_join({per_pod}, "ns_pod", "/", "namespace", "pod")'
+    groups = {key: [f"{ns}/{p}" for p in pods] for key, (ns, pods) in consumers.items()}
+    at_once = f"sum by (consumer) ({_mapped(joined, groups, 'ns_pod', 'consumer')})"
+    return f"quantile_over_time({_number(policy.busy_quantile)}, ({at_once})[{w}:{step}])"
 
 
 def team_queries(policy: AdvicePolicy, teams: Mapping[str, Sequence[str]]) -> dict[str, str]:
     """The per-team PromQL (team -> its namespaces), by name, each series labelled ``team`` and
-    ``modelName``: whole GPUs the team's pods held at each hour mark over the commitment
-    window, reduced by quantile, count and max. Pure."""
+    ``modelName``: whole GPUs (not MIG instances) the team's pods held at each hour mark over the
+    commitment window, reduced by quantile, count and max. At each mark the GPUs are counted per
+    namespace under every label convention, renamed to one and mapped to their team. Pure."""
     w = _duration(policy.commitment_window_seconds)
-    branches = []
-    for team, namespaces in sorted(teams.items()):
-        metrics = " or ".join(_selected(m, namespaces, None) for m in (GPU_UTIL, ENGINE_ACTIVE))
-        in_use = f"count by (modelName) (max by ({_GPU}) ({metrics}))"
-        escaped = team.replace("\\", "\\\\").replace('"', '\\"').replace("$", "$$")
-        branches.append(f'label_replace({in_use}, "team", "{escaped}", "", "")')
-    series = f"({' or '.join(branches)})[{w}:1h]"
+    held = (
+        # Every convention's GPU identity, so GPUs are told apart whichever labels carry it.
+        f"max by (UUID, uuid, gpu, Hostname, hostname, modelName, {_NAMESPACE_KEYS}) "
+        f'({{__name__=~"{GPU_UTIL}|{ENGINE_ACTIVE}", GPU_I_ID=""}})'
+    )
+    per_namespace = _pod_labels(f"count by (modelName, {_NAMESPACE_KEYS}) ({held})")
+    in_use = f"sum by (team, modelName) ({_mapped(per_namespace, teams, 'namespace', 'team')})"
+    series = f"({in_use})[{w}:1h]"
     return {
         "baseline": f"quantile_over_time({_number(policy.baseline_quantile)}, {series})",
         "hours_in_use": f"count_over_time({series})",
@@ -230,7 +232,8 @@ class AdviceHistorySource:
         for i in range(0, len(keys), CONSUMERS_PER_QUERY):
             chunk = {k: consumers[k] for k in keys[i : i + CONSUMERS_PER_QUERY]}
             for row in self.api.instant("advice consumer busy", consumer_busy_query(policy, chunk), at):
-                busy[row["metric"].get("consumer", "")] = _value(row)
+                if row["metric"].get("consumer"):
+                    busy[row["metric"]["consumer"]] = _value(row)
         team_rows = (
             {name: self.api.instant(f"advice team {name}", q, at) for name, q in team_queries(policy, teams).items()}
             if teams else {}
@@ -273,7 +276,8 @@ def _teams(rows: Mapping[str, list]) -> tuple[TeamHistory, ...]:
     for name, result in rows.items():
         for row in result:
             m = row["metric"]
-            found.setdefault((m.get("team", ""), m.get("modelName", "")), {})[name] = _value(row)
+            if m.get("team"):  # GPUs of namespaces in no team asked about
+                found.setdefault((m["team"], m.get("modelName", "")), {})[name] = _value(row)
     return tuple(
         TeamHistory(team, model, e.get("baseline", 0.0), e.get("hours_in_use", 0.0), e.get("peak"))
         for (team, model), e in sorted(found.items())
