@@ -49,22 +49,24 @@ def costs_for(settings: Settings, target: ClusterTarget) -> CostSetup:
     )
 
 
-def cluster_parts(settings: Settings, hubs: HubWriter | None = None) -> tuple[ClusterParts, ...]:
+def cluster_parts(
+    settings: Settings, hubs: Callable[[str], HubWriter | None] = lambda name: None,
+) -> tuple[ClusterParts, ...]:
     """One :class:`~bot.chat.runtime.ClusterParts` per entry of ``clusters:``, in order; empty
-    when the bot watches one cluster. JupyterHub servers (``hubs``) are stopped through the first
-    cluster's writer (``jupyterhub.hubs`` names no cluster). Raises ClusterConfigError when a
+    when the bot watches one cluster. JupyterHub servers are stopped through ``hubs(name)``, the
+    Hubs of that cluster (``jupyterhub.hubs[].cluster``). Raises ClusterConfigError when a
     cluster's kubeconfig context cannot be loaded."""
     if not settings.clusters:
         return ()
     k = settings.kubernetes
     parts = []
-    for i, target in enumerate(settings.cluster_targets()):
+    for target in settings.cluster_targets():
         api = load_kube_config(target.kubeconfig, target.context)
         parts.append(ClusterParts(
             name=target.name,
             cluster=KubernetesSource(api, page_size=k.page_size, timeout_seconds=k.timeout_seconds),
             telemetry=telemetry_for(settings, target),
-            writer=RoutingWriter(KubernetesWriter(api, timeout_seconds=k.timeout_seconds), hubs if i == 0 else None),
+            writer=RoutingWriter(KubernetesWriter(api, timeout_seconds=k.timeout_seconds), hubs(target.name)),
             costs=costs_for(settings, target),
         ))
     return tuple(parts)

@@ -545,3 +545,22 @@ def test_the_many_clusters_component_mounts_the_kubeconfig_the_readme_example_re
     example = readme.split("### Many clusters", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
     kubeconfigs = {t.kubeconfig for t in load_settings(_write(tmp_path, example)).cluster_targets() if t.kubeconfig}
     assert kubeconfigs and kubeconfigs <= mounted
+
+
+def test_each_cluster_stops_notebooks_through_its_own_hubs(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "test-hub-token")
+    data = (DEMO / "cluster.json").read_bytes()
+    with FakeKubeApi.from_list_json(data) as east, FakeKubeApi.from_list_json(data) as west:
+        kubeconfig = _kubeconfig(tmp_path / "kubeconfig", {"east": east.url, "west": west.url})
+        config = yaml.safe_load(_fleet_config(tmp_path, "http://127.0.0.1:9", kubeconfig, ["east", "west"]).read_text())
+        config["jupyterhub"] = {"hubs": [
+            {"namespace": "jhub", "api_url": "http://hub.jhub.east.example:8081/hub/api"},
+            {"namespace": "jhub", "api_url": "http://hub.jhub.west.example:8081/hub/api", "cluster": "west"},
+        ]}
+        rt = build_runtime(load_settings(_write(tmp_path, yaml.safe_dump(config))), chat=ConsoleChat(io.StringIO()))
+        assert rt.writer_for("east").hub.hubs["jhub"].api_url == "http://hub.jhub.east.example:8081/hub/api"
+        assert rt.writer_for("west").hub.hubs["jhub"].api_url == "http://hub.jhub.west.example:8081/hub/api"
+
+        config["jupyterhub"]["hubs"][1]["cluster"] = "north"
+        with pytest.raises(ConfigError, match="names cluster 'north', which is not one of the clusters \\(east, west\\); write cluster: east"):
+            load_settings(_write(tmp_path, yaml.safe_dump(config)))
