@@ -182,7 +182,6 @@ def add_up(reports: Mapping[str, CostReport], start: datetime, end: datetime, to
     )
 
 
-
 def fleet_report(
     reports: Mapping[str, CostReport], failed: Mapping[str, str], start: datetime, end: datetime, top_consumers: int = 5,
 ) -> FleetReport:

@@ -36,24 +36,25 @@ def telemetry_for(settings: Settings, target: ClusterTarget) -> PrometheusTeleme
 
 
 def cluster_parts(
-    settings: Settings, hubs: HubWriter | None = None, store: Store | None = None, source: str = "auto",
+    settings: Settings, hubs: Callable[[str], HubWriter | None] = lambda name: None, store: Store | None = None,
+    source: str = "auto",
 ) -> tuple[ClusterParts, ...]:
     """One :class:`~bot.chat.runtime.ClusterParts` per entry of ``clusters:``, in order; empty
-    when the bot watches one cluster. JupyterHub servers (``hubs``) are stopped through the first
-    cluster's writer (``jupyterhub.hubs`` names no cluster). Reports read each cluster's rows of
-    the usage ledger in ``store`` as ``source`` says (:func:`bot.readers.usage_source`). Raises ClusterConfigError when a
+    when the bot watches one cluster. JupyterHub servers are stopped through ``hubs(name)``, the
+    Hubs of that cluster (``jupyterhub.hubs[].cluster``). Reports read each cluster's rows of the
+    usage ledger in ``store`` as ``source`` says (:func:`bot.readers.usage_source`). Raises ClusterConfigError when a
     cluster's kubeconfig context cannot be loaded."""
     if not settings.clusters:
         return ()
     k = settings.kubernetes
     parts = []
-    for i, target in enumerate(settings.cluster_targets()):
+    for target in settings.cluster_targets():
         api = load_kube_config(target.kubeconfig, target.context)
         parts.append(ClusterParts(
             name=target.name,
             cluster=KubernetesSource(api, page_size=k.page_size, timeout_seconds=k.timeout_seconds),
             telemetry=telemetry_for(settings, target),
-            writer=RoutingWriter(KubernetesWriter(api, timeout_seconds=k.timeout_seconds), hubs if i == 0 else None),
+            writer=RoutingWriter(KubernetesWriter(api, timeout_seconds=k.timeout_seconds), hubs(target.name)),
             costs=cost_setup(settings, store, source, target),
             advice=advice_setup(settings, target),
         ))

@@ -53,14 +53,17 @@ from bot.settings.clusters import ClusterTarget
 log = logging.getLogger(__name__)
 
 
-def hub_writer(settings: Settings) -> HubWriter | None:
-    """The configured JupyterHubs (``jupyterhub.hubs``), each with the token its ``token_env``
-    holds; None without any. Raises SystemExit naming a token variable that is not set."""
+def hub_writer(settings: Settings, cluster: str | None = None) -> HubWriter | None:
+    """The configured JupyterHubs (``jupyterhub.hubs``) of ``cluster`` (default: the first or only
+    one), each with the token its ``token_env`` holds; None without any. Raises SystemExit naming
+    a token variable that is not set."""
     cfg = settings.jupyterhub
-    if not cfg.hubs:
+    first = settings.cluster_targets()[0].name
+    hubs = [h for h in cfg.hubs if (h.cluster or first) == (cluster or first)]
+    if not hubs:
         return None
     clients = {}
-    for hub in cfg.hubs:
+    for hub in hubs:
         token = os.environ.get(hub.token_env)
         if not token:
             raise SystemExit(
@@ -109,7 +112,7 @@ def build_runtime(
     if migrate:
         store.migrate()
     # A dump or a recording stands for one cluster: `clusters:` is then not read.
-    several = () if cluster_state or telemetry_file else cluster_parts(settings, hub_writer(settings), store)
+    several = () if cluster_state or telemetry_file else cluster_parts(settings, lambda name: hub_writer(settings, name), store)
     if several:
         first = several[0]
         reader, writer, telemetry, costs = first.cluster, first.writer, first.telemetry, first.costs
@@ -151,7 +154,7 @@ def detect_only(settings: Settings, cluster_state: str | Path | None, telemetry_
     """A sweep that only detects (``sweep --json``): no database, no chat, nothing posted. With
     ``clusters:`` (and neither a dump nor a recording) every cluster is swept, each failing alone."""
     book, teams, policy = prices.price_book(settings), settings.team_directory(), settings.policy
-    several = () if cluster_state or telemetry_file else cluster_parts(settings, hub_writer(settings))
+    several = () if cluster_state or telemetry_file else cluster_parts(settings, lambda name: hub_writer(settings, name))
     if several:
         return sweep.Sweep(lambda now: detect_clusters(several, several[0].name, book, policy, teams, now))
     reader, _ = cluster_access(settings, cluster_state)

