@@ -24,7 +24,8 @@ from typing import Iterable, Mapping, Sequence
 
 import sqlalchemy as sa
 
-from actions.ledger import HOUR_STATUSES, DaySum, LedgerRow
+from actions.cost import DailyUsage
+from actions.ledger import HOUR_STATUSES, LedgerRow
 from actions.store import Store, UTCDateTime, metadata
 
 usage_hour = sa.Table(
@@ -206,7 +207,7 @@ class LedgerStore:
 
     def sums(
         self, cluster: str, ranges: Iterable[tuple[datetime, datetime]], namespaces: Sequence[str] | None = None
-    ) -> tuple[list[LedgerRow], list[DaySum]]:
+    ) -> tuple[list[LedgerRow], list[DailyUsage]]:
         """The rows of the hours in ``ranges`` (``[first, end)`` each, hours the ledger holds)
         summed per key, each with the latest hour its key was seen, and per (UTC day, namespace,
         node); ``namespaces`` narrows to those (the team index). Whole days come from
@@ -257,7 +258,7 @@ class LedgerStore:
             LedgerRow(hour=hour, gpu_hours=hours, idle_gpu_hours=idle, **dict(zip(_KEY, k)))
             for k, (hour, hours, idle) in rows.items()
         ]
-        return out, [DaySum(day, ns, node, hh, i) for (day, ns, node), (hh, i) in days.items()]
+        return out, [DailyUsage(day, ns, node, hh, min(i, hh)) for (day, ns, node), (hh, i) in days.items()]
 
     def drop_before(self, cutoff: datetime) -> int:
         """Delete every cluster's rows and hour marks older than ``cutoff``; the rows deleted."""
