@@ -176,20 +176,9 @@ def _key(item: tuple) -> tuple:
     return tuple("" if v is None else str(v) for v in item[0])
 
 
-@dataclass(frozen=True)
-class DaySum:
-    """GPU-hours of one namespace on one node during one UTC day, from the ledger."""
-
-    day: date
-    namespace: str
-    node: str
-    gpu_hours: float
-    idle_gpu_hours: float
-
-
 def usage_from_rows(
     rows: Iterable[LedgerRow],
-    days: Iterable[DaySum],
+    days: Iterable[DailyUsage],
     start: datetime,
     end: datetime,
     *,
@@ -200,7 +189,7 @@ def usage_from_rows(
 ) -> UsageData:
     """The :class:`~actions.cost.UsageData` of ``[start, end]`` from the ledger's sums for it
     (``rows``: one per key, ``hour`` the latest hour the key was seen; ``days``: per UTC day,
-    namespace and node). A node's and a namespace's labels are those of the latest hour, as
+    namespace and node, idle at most the GPU-hours). A node's and a namespace's labels are those of the latest hour, as
     ``last_over_time`` gives them in a report from Prometheus. Pure."""
     pods: dict[tuple, list] = {}
     owners: dict[tuple[str, str], PodOwner] = {}
@@ -233,11 +222,7 @@ def usage_from_rows(
                     capacity_type=CapacityType(r.capacity_type) if r.capacity_type else None, node_pool=r.node_pool)
         for n, r in latest.items()
     }
-    daily = tuple(
-        DailyUsage(d.day, d.namespace, d.node, d.gpu_hours, min(d.idle_gpu_hours, d.gpu_hours))
-        for d in sorted(days, key=lambda d: (d.day, d.namespace, d.node))
-        if d.gpu_hours > 0
-    )
+    daily = tuple(d for d in days if d.gpu_hours > 0)
     labels = {ns: ({team_label: v} if team_label and v else {}) for ns, (_, v) in teams.items()}
     return UsageData(
         start=start,

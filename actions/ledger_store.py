@@ -24,7 +24,8 @@ from typing import Iterable, Mapping, Sequence
 
 import sqlalchemy as sa
 
-from actions.ledger import HOUR_STATUSES, DaySum, LedgerRow
+from actions.cost import DailyUsage
+from actions.ledger import HOUR_STATUSES, LedgerRow
 from actions.store import Store, UTCDateTime, metadata
 
 usage_hour = sa.Table(
@@ -206,7 +207,7 @@ class LedgerStore:
 
     def sums(
         self, cluster: str, ranges: Iterable[tuple[datetime, datetime]], namespaces: Sequence[str] | None = None
-    ) -> tuple[list[LedgerRow], list[DaySum]]:
+    ) -> tuple[list[LedgerRow], list[DailyUsage]]:
         """The rows of the hours in ``ranges`` (``[first, end)`` each, hours the ledger holds)
         summed per key, each with the latest hour its key was seen, and per (UTC day, namespace,
         node); ``namespaces`` narrows to those (the team index). Whole days come from
@@ -241,6 +242,9 @@ class LedgerStore:
 
         h, d = usage_hour, usage_day
         with self.engine.connect() as connection:
+            if connection.dialect.name == "postgresql":
+                # A month of a large fleet groups 100,000s of rows: hash them in memory, not in batches on disk.
+                connection.execute(sa.text("SET LOCAL work_mem = '64MB'"))
             for first, end in ranges:
                 d0, d1 = _whole_days(first, end)
                 if d0 == d1:
@@ -254,7 +258,7 @@ class LedgerStore:
             LedgerRow(hour=hour, gpu_hours=hours, idle_gpu_hours=idle, **dict(zip(_KEY, k)))
             for k, (hour, hours, idle) in rows.items()
         ]
-        return out, [DaySum(day, ns, node, hh, i) for (day, ns, node), (hh, i) in days.items()]
+        return out, [DailyUsage(day, ns, node, hh, min(i, hh)) for (day, ns, node), (hh, i) in days.items()]
 
     def drop_before(self, cutoff: datetime) -> int:
         """Delete every cluster's rows and hour marks older than ``cutoff``; the rows deleted."""

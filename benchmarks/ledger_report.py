@@ -234,23 +234,30 @@ def fleet_scale(n_gpus: int, days: int, repeat: int) -> tuple:
         rows, load, expected = synthetic_ledger(store, n_gpus, days)
         source = LedgerUsage(LedgerStore(store), None, cluster=CLUSTER, team_label="team", source="ledger")
         p_start, p_end = parse_period(f"{days}d", END)
-        runs, reads = [], []
+        runs, cpus, reads, computes = [], [], [], []
         for _ in range(repeat):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             usage = source.fetch(p_start, p_end, Policy())
             t1 = time.perf_counter()
             report = compute_cost_report(usage, prices(), TEAMS, team_label="team")
             runs.append(time.perf_counter() - t0)
+            cpus.append(time.process_time() - c0)
             reads.append(t1 - t0)
+            computes.append(time.perf_counter() - t1)
+        with store.engine.connect() as c:
+            day_rows = c.execute(sa.select(sa.func.count()).select_from(usage_day)).scalar()
         ok = abs(report.gpu_hours - expected) < 1e-6 * expected
-        print(f"{'rows':>10} {'COPY s':>7} | {'report s':>8} {'of it SQL s':>11} {'PromQL':>6} | {'teams':>5} {'GPU-h':>10} {'check':>5}")
-        print(f"{rows:>10} {load:>7.1f} | {statistics.median(runs):>8.2f} {statistics.median(reads):>11.2f} {0:>6} |"
+        print(f"{'hour rows':>10} {'day rows':>8} {'load s':>6} | {'report s':>8} {'bot CPU s':>9} {'read s':>6}"
+              f" {'price s':>7} {'PromQL':>6} | {'teams':>5} {'GPU-h':>10} {'check':>5}")
+        print(f"{rows:>10} {day_rows:>8} {load:>6.0f} | {statistics.median(runs):>8.2f} {statistics.median(cpus):>9.2f}"
+              f" {statistics.median(reads):>6.2f} {statistics.median(computes):>7.2f} {0:>6} |"
               f" {len(report.teams):>5} {report.gpu_hours:>10.0f} {'ok' if ok else f'!{expected:.0f}':>5}", flush=True)
         return n_gpus, statistics.median(runs)
 
 
 def run(args, prometheus: str, promtool: str) -> None:
     """The ledger mode of benchmarks/report.py (see the module docstring)."""
+    print(f"gpu-cost-bot ledger benchmark: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
     sizes = [int(s) for s in args.gpus.split(",") if s.strip()]
     with tempfile.TemporaryDirectory(prefix="ledger-bench-") as tmp:
         rollup_costs(args.rollup_gpus, args.scrape_seconds, prometheus, promtool, Path(tmp))
