@@ -34,6 +34,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
+import urllib.request
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -179,7 +181,7 @@ def child(kind: str, n: int, path: str) -> dict:
     return {"seconds": seconds, "peak_mb": peak_mb, **extra}
 
 
-def oneshot_child(workdir: str, in_process_sweeps: int) -> dict:
+def oneshot_child(workdir: str, in_process_sweeps: int, at: datetime = NOW) -> dict:
     """``sweep --once`` as the CLI runs it, in this fresh process, with its CPU seconds per phase;
     then ``in_process_sweeps`` more sweeps in the same process (what ``run`` does every
     interval). Prints nothing itself; the caller times the interpreter's exit."""
@@ -196,9 +198,9 @@ def oneshot_child(workdir: str, in_process_sweeps: int) -> dict:
     settings = load_settings(Path(workdir) / "bot.yaml")
     mark("config")
     with open(os.devnull, "w") as devnull:
-        rt = wiring.build_runtime(settings, clock=lambda: NOW, out=devnull)
+        rt = wiring.build_runtime(settings, clock=lambda: at, out=devnull)
         mark("runtime")
-        sweeps = [_phased_sweep(rt, wiring) for _ in range(1 + in_process_sweeps)]
+        sweeps = [_phased_sweep(rt, wiring, at) for _ in range(1 + in_process_sweeps)]
     first = sweeps[0]
     for name, seconds in first["phases"].items():
         marks.append((name, marks[-1][1] + seconds))
@@ -209,7 +211,7 @@ def oneshot_child(workdir: str, in_process_sweeps: int) -> dict:
             "peak_rss_mb": _rss_mb("VmHWM")}
 
 
-def _phased_sweep(rt, wiring) -> dict:
+def _phased_sweep(rt, wiring, at: datetime) -> dict:
     """One sweep as ``Sweep.run`` does it (detection, reconcile, the policy's due actions, the
     gauges), with CPU seconds per phase."""
     from actions.detection import detect
@@ -222,17 +224,17 @@ def _phased_sweep(rt, wiring) -> dict:
         now_cpu = time.process_time()
         phases[name], t = now_cpu - t, now_cpu
 
-    snapshot = rt.snapshot(NOW)
+    snapshot = rt.snapshot(at)
     lap("kubernetes")
     book = PolicyBook(rt.policy, rt.teams, snapshot.namespace_annotations)
-    fetched = {key: rt.telemetry.fetch(NOW, p)
+    fetched = {key: rt.telemetry.fetch(at, p)
                for key, p in book.telemetry_policies({p.namespace for p in snapshot.pods}).items()}
     lap("prometheus")
-    found = detect(snapshot, fetched, rt.prices, book, rt.teams, NOW)
+    found = detect(snapshot, fetched, rt.prices, book, rt.teams, at)
     lap("detect")
     sweep = wiring.sweep_for(rt)
-    counts = sweep.proposals.reconcile(found.findings, NOW)
-    counts.update(sweep.auto.act_due(NOW))
+    counts = sweep.proposals.reconcile(found.findings, at)
+    counts.update(sweep.auto.act_due(at))
     sweep.proposals.refresh_metrics()
     lap("reconcile")
     return {"phases": phases, "counts": counts, "findings": len(found.findings)}
@@ -309,8 +311,6 @@ def _serve_objects(gpus: int, pods: int, conn) -> None:
 
 def prometheus_cpu(url: str) -> float:
     """Prometheus's own ``process_cpu_seconds_total``, read from its /metrics (it scrapes nothing)."""
-    import urllib.request
-
     with urllib.request.urlopen(f"{url}/metrics", timeout=10) as r:
         for line in r.read().decode().splitlines():
             if line.startswith("process_cpu_seconds_total "):
@@ -318,13 +318,14 @@ def prometheus_cpu(url: str) -> float:
     raise RuntimeError(f"{url}/metrics has no process_cpu_seconds_total")
 
 
-def run_oneshot(workdir: Path, prom_url: str, in_process_sweeps: int) -> dict:
+def run_oneshot(workdir: Path, prom_url: str, in_process_sweeps: int, minutes_before: int = 0) -> dict:
     """One ``sweep --once`` in a fresh process: its phases, its exit, its whole CPU (from wait4,
     children included) and Prometheus's CPU while it ran."""
     prom_before = prometheus_cpu(prom_url)
     # Only this child is reaped in between (the fake and Prometheus outlive it).
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.run([sys.executable, __file__, "--child", "oneshot", str(in_process_sweeps), str(workdir)],
+    proc = subprocess.run([sys.executable, __file__, "--child", "oneshot", f"{in_process_sweeps}:{minutes_before}",
+                           str(workdir)],
                           cwd=ROOT, capture_output=True, text=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode:
@@ -359,33 +360,43 @@ def part4(gpus: int, pods: int, cache: Path, in_process_sweeps: int) -> None:
             "users": [{"name": "bench", "user": {"token": "bench"}}]}))
         (work / "bot.yaml").write_text(json.dumps({
             "dry_run": True, "database_url": f"sqlite:///{work / 'bot.db'}",
-            "prometheus": {"url": prom, "timeout_seconds": 120},
+            "slack": {"default_channel": "C0GPUCOST"},  # posted to the console chat, into /dev/null
+            "prometheus": {"url": prom, "timeout_seconds": 900},
             "kubernetes": {"kubeconfig": str(work / "kubeconfig"), "timeout_seconds": 120}}))
         print(f"\n4. One-shot `sweep --once` at {gpus} GPUs, {pods} pods: fake API server (own process),"
               f" real Prometheus ({HISTORY_HOURS} h of DCGM history), SQLite; CPU seconds")
         names = ["interpreter", "imports", "config", "runtime", "kubernetes", "prometheus", "detect", "reconcile"]
         print(f"{'':27} " + " ".join(f"{n[:10]:>10}" for n in [*names, "exit", "bot total", "prom CPU", "peak MB"]))
         runs = []
-        for label, extra in (("1st sweep (empty store)", 0), ("2nd sweep (same findings)", in_process_sweeps)):
-            runs.append((label, r := run_oneshot(work, prom, extra)))
+        for label, extra, minutes in (("1st sweep (empty store)", 0, 15),
+                                      ("2nd sweep, 15 min later", in_process_sweeps, 0)):
+            runs.append((label, r := run_oneshot(work, prom, extra, minutes)))
             exit_cpu = r["total_cpu"] - r["cpu_before_exit"]
             cells = [r["phases"][n] for n in names] + [exit_cpu, r["total_cpu"], r["prometheus_cpu"], r["peak_rss_mb"]]
             print(f"{label:27} " + " ".join(f"{c:>10.2f}" for c in cells), flush=True)
         print(f"   findings {runs[1][1]['findings']}; proposals 1st {runs[0][1]['counts']}, 2nd {runs[1][1]['counts']}")
+        print("   (reconcile includes rendering every proposal and writing it to a console chat; Slack's HTTP calls are not in it)")
         for k, phases in enumerate(runs[1][1]["again"], 1):
             print(f"   sweep {k + 1} inside the same process (as `run`): "
                   + ", ".join(f"{n} {v:.2f}" for n, v in phases.items()) + f"; total {sum(phases.values()):.2f}")
-        print("   Prometheus CPU per query (each run alone):")
-        import urllib.parse
-        import urllib.request
-        for name, q in telemetry_queries(Policy()).items():
-            before = prometheus_cpu(prom)
-            t0 = time.perf_counter()
+        print("   Prometheus CPU per query (each run alone; 'was' the subquery forms before 2026-11)")
+        from tests.test_prometheus_subqueries import old_queries
+
+        def cost(q: str) -> tuple[float, float, int]:
+            before, t0 = prometheus_cpu(prom), time.perf_counter()
             with urllib.request.urlopen(f"{prom}/api/v1/query?" + urllib.parse.urlencode(
-                    {"query": q, "time": NOW.timestamp()}), timeout=300) as resp:
+                    {"query": q, "time": NOW.timestamp()}), timeout=900) as resp:
                 n = len(json.loads(resp.read())["data"]["result"])
-            print(f"     {name:>13}: {prometheus_cpu(prom) - before:6.2f} s CPU, {time.perf_counter() - t0:6.2f} s wall,"
-                  f" {n} series")
+            return prometheus_cpu(prom) - before, time.perf_counter() - t0, n
+
+        was = old_queries(Policy())
+        for name, q in telemetry_queries(Policy()).items():
+            cpu, wall, n = cost(q)
+            line = f"     {name:>13}: {cpu:6.2f} s CPU, {wall:6.2f} s wall, {n} series"
+            if name in was:
+                cpu, wall, _ = cost(was[name])
+                line += f"; was {cpu:6.2f} s CPU, {wall:6.2f} s wall"
+            print(line, flush=True)
         ours.send("stop")
 
 
@@ -444,7 +455,11 @@ def main() -> None:
     args = ap.parse_args()
     if args.child:
         kind, n, path = args.child
-        print(json.dumps(oneshot_child(path, int(n)) if kind == "oneshot" else child(kind, int(n), path)))
+        if kind == "oneshot":  # N is the extra sweeps and the minutes before NOW, as "extra:minutes"
+            extra, minutes = (int(x) for x in n.split(":"))
+            print(json.dumps(oneshot_child(path, extra, NOW - timedelta(minutes=minutes))))
+        else:
+            print(json.dumps(child(kind, int(n), path)))
         return
     import kubernetes
     import msgspec

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from apscheduler.triggers.interval import IntervalTrigger
 
@@ -34,12 +34,9 @@ from bot.chat.console import ConsoleChat, ConsoleSession
 from bot.chat.messages import MessageSync
 from bot.chat.proposals import Proposals
 from bot.chat.runtime import ActionTimeouts, Runtime, detect_clusters, detect_with
-from bot.chat.slack.app import SlackWork, build_app
-from bot.chat.slack.front import SocketModeConnection, events_route
-from bot.chat.slack.web import SlackChat, UserGroups, web_client
 from bot.fleet import cluster_parts
 from bot.jobs import advice as advice_jobs
-from bot.jobs import alerts, digests, ledger, prices, sweep
+from bot.jobs import alerts, ledger, prices, sweep
 from bot.jobs.scheduler import BackgroundJobs, ScheduledJob, start_background
 from bot.readers import advice_setup, cost_setup, kueue_metrics, prometheus_usage, telemetry_source
 from bot.service.http import HttpOptions
@@ -49,6 +46,12 @@ from bot.service.process import Process, exit_now, run_until_signalled
 from bot.service.work import Periodic, WorkerPool
 from bot.settings import Settings
 from bot.settings.clusters import ClusterTarget
+
+if TYPE_CHECKING:
+    # Imported where they are used: Slack's SDK and the digests' charts (matplotlib) are a second
+    # of start-up that `sweep --once`, `check` and the console never use.
+    from bot.chat.slack.app import SlackWork
+    from bot.jobs import digests
 
 log = logging.getLogger(__name__)
 
@@ -185,6 +188,8 @@ def alerts_for(rt: Runtime, settings: Settings, *, kueue: KueueMetrics | None = 
 
 def digests_for(rt: Runtime, settings: Settings, *, holder: str | None = None) -> digests.DigestsJob:
     """The digests job over ``rt``, claiming as ``holder`` (default: this replica's identity)."""
+    from bot.jobs import digests
+
     return digests.DigestsJob(
         store=rt.store, chat=rt.chat, settings=settings, reports=rt.cost_report,
         holder=holder or replica_identity(settings.leader_election), clock=rt.clock,
@@ -215,6 +220,8 @@ def scheduled_jobs(rt: Runtime, settings: Settings) -> list[ScheduledJob]:
     (a frequent check; each team's digest fires at its own local time), new advice (every
     ``advice.post_every_seconds``), when ``ledger.enabled`` the usage ledger's rollup, and, when
     ``prices.aws.enabled``, the live-price refresh."""
+    from bot.jobs import digests
+
     jobs = [
         ScheduledJob(sweep.JOB_ID, _every(settings.sweep.interval_seconds), sweep_for(rt).scheduled, first_run_at_start=True),
         ScheduledJob(alerts.JOB_ID, _every(settings.alerts.interval_seconds), alerts_for(rt, settings, kueue=kueue_metrics(settings)).scheduled),
@@ -255,6 +262,8 @@ def background_for(rt: Runtime, settings: Settings, jobs: Sequence[ScheduledJob]
 def slack_work(settings: Settings, metrics: BotMetrics | None = None) -> SlackWork:
     """The worker pools of the Slack listeners, sized by ``server``; ``metrics`` counts what
     they refuse."""
+    from bot.chat.slack.app import SlackWork
+
     s = settings.server
     refused = metrics.work_refused_by if metrics is not None else None
     return SlackWork(
@@ -290,6 +299,8 @@ def slack_process(
     Socket Mode connects with ``SLACK_APP_TOKEN``; the probes and metrics are on ``server.port``;
     ``work`` (the listeners' pools) is cancelled by a shutdown. Raises SystemExit when the mode's
     secret is missing."""
+    from bot.chat.slack.front import SocketModeConnection, events_route
+
     s = settings
     proposals = Proposals(rt)
     if s.slack.mode == "socket":
@@ -328,6 +339,9 @@ def build_slack_process(
 ) -> Process:
     """:func:`slack_process` with its Web API client, metrics, Runtime and Bolt app. Raises
     SystemExit when ``SLACK_BOT_TOKEN`` is not set."""
+    from bot.chat.slack.app import build_app
+    from bot.chat.slack.web import SlackChat, UserGroups, web_client
+
     if not settings.slack_bot_token:
         raise SystemExit("SLACK_BOT_TOKEN is not set; `gpu-cost-bot check` lists what is missing")
     metrics = BotMetrics()

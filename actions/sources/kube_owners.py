@@ -5,7 +5,10 @@ GPU pods are few beside the Jobs and ReplicaSets of a cluster, and their chains 
 Job -> JobSet -> TrainJob at most), so each sweep reads the owners it needs with one GET each
 rather than listing every Job in the cluster. Objects already in the snapshot (StatefulSets,
 Deployments, Notebooks, the listed RayClusters, LeaderWorkerSets and InferenceServices, GPU pods)
-are not read again, and each owner is read once per sweep however many pods share it.
+are not read again, and each owner is read once per sweep however many pods share it. A fleet
+whose GPU pods need hundreds of owners of one kind (5,000 Kueue Jobs) lists that kind instead
+(:data:`LIST_ABOVE`) where the RBAC grants ``list`` on it (deploy/ grants ``get`` only, so add
+``list`` on ``batch/jobs`` for such a fleet); without it the GETs are sent as before.
 """
 
 from __future__ import annotations
@@ -17,12 +20,17 @@ import kubernetes.client
 import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
 
-from actions.model import GpuPod, KubeObject, OwnerRef
-from actions.sources.jobobjects import OWNER_KINDS, decode_owner
+from actions.model import GpuPod, KubeObject, OwnerRef, api_group
+from actions.sources.jobobjects import OWNER_KINDS, decode_owner, decode_owner_page
 
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str, str]  # (namespace, kind, name)
+
+# A level of the walk needing more owners of one kind than this lists the kind instead: 5,000
+# GETs cost the bot 5 s of CPU a sweep, a paged list of them a fraction of that.
+LIST_ABOVE = 100
+LIST_PAGE = 500
 
 
 class OwnerReader:
@@ -74,24 +82,76 @@ class OwnerReader:
         return decode_owner(body, ref.api_version, ref.kind)
 
     def walk(self, pods: Iterable[GpuPod], known: dict[Key, tuple[OwnerRef, ...]]) -> list[KubeObject]:
-        """Every owner of ``pods`` the snapshot lacks, read once each."""
+        """Every owner of ``pods`` the snapshot lacks, read once each, one level of the chains
+        at a time: where a level needs more than :data:`LIST_ABOVE` owners of one kind, that
+        kind is listed cluster-wide (paged) instead of read one GET each; a list the RBAC
+        refuses (403) falls back to the GETs."""
         found: dict[Key, KubeObject | None] = {}
-        for pod in pods:
-            owners: tuple[OwnerRef, ...] = pod.owners
-            for _ in range(8):  # Kubernetes chains are a few levels deep; a loop is a broken cluster
+        # (namespace, owner references) still to follow; many pods share one chain.
+        frontier = {(pod.namespace, pod.owners) for pod in pods}
+        for _ in range(8):  # Kubernetes chains are a few levels deep; a loop is a broken cluster
+            following: set[tuple[str, tuple[OwnerRef, ...]]] = set()
+            pending: list[Key] = []
+            wanted: dict[Key, OwnerRef] = {}
+            for namespace, owners in frontier:
                 ref = next((o for o in owners if o.controller), None)
                 if ref is None:
-                    break
-                key = (pod.namespace, ref.kind, ref.name)
-                if key in known:
-                    owners = known[key]
                     continue
-                if (ref.group, ref.kind) not in OWNER_KINDS:
-                    break
-                if key not in found:
-                    found[key] = self.read(ref, pod.namespace)
-                obj = found[key]
-                if obj is None:
-                    break
-                owners = obj.owners
+                key = (namespace, ref.kind, ref.name)
+                if key in known:
+                    following.add((namespace, known[key]))
+                elif (ref.group, ref.kind) in OWNER_KINDS:
+                    pending.append(key)
+                    if key not in found:
+                        wanted.setdefault(key, ref)
+            self._read_all(wanted, found)
+            following |= {(key[0], found[key].owners) for key in pending if found[key] is not None}
+            if not following:
+                break
+            frontier = following
         return [o for o in found.values() if o is not None]
+
+    def _read_all(self, wanted: dict[Key, OwnerRef], found: dict[Key, KubeObject | None]) -> None:
+        by_kind: dict[tuple[str, str], list[Key]] = {}
+        for key, ref in wanted.items():
+            by_kind.setdefault((ref.api_version, ref.kind), []).append(key)
+        for (api_version, kind), keys in by_kind.items():
+            listed = self._list(api_version, kind) if len(keys) > LIST_ABOVE else None
+            for key in keys:
+                if listed is not None:
+                    found[key] = listed.get(key)  # absent: deleted, as a GET's 404
+                else:
+                    found[key] = self.read(wanted[key], key[0])
+
+    def _list(self, api_version: str, kind: str) -> dict[Key, KubeObject] | None:
+        """Every ``kind`` object in the cluster by key, or None when the RBAC refuses the list
+        (403) or the kind is not served (404): then each is read with GET."""
+        group = api_group(api_version)
+        served = OWNER_KINDS[(group, kind)]
+        version = api_version.split("/", 1)[1] if "/" in api_version else api_version
+        out: dict[Key, KubeObject] = {}
+        token = ""
+        while True:
+            kwargs: dict = {"limit": LIST_PAGE, "_preload_content": False, "_request_timeout": self._timeout}
+            if token:
+                kwargs["_continue"] = token
+            try:
+                if group == "":
+                    response = self._core.list_pod_for_all_namespaces(**kwargs)
+                else:
+                    response = self._custom.list_cluster_custom_object(group, version, served.plural, **kwargs)
+                try:
+                    body = response.data
+                finally:
+                    response.release_conn()
+            except ApiException as e:
+                if e.status in (403, 404):
+                    log.info("cannot list %s.%s (%s): reading them one by one", served.plural, group, e.status)
+                    return None
+                raise self._error(f"{served.plural}.{group or 'core'}/{version}", e.status or 0, str(e.reason)) from e
+            except (OSError, urllib3.exceptions.HTTPError) as e:
+                raise self._error(f"{served.plural}.{group or 'core'}/{version}", 0, str(e)) from e
+            objects, token = decode_owner_page(body, api_version, kind)
+            out.update(((o.namespace, o.kind, o.name), o) for o in objects)
+            if not token:
+                return out

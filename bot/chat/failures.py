@@ -8,17 +8,12 @@ into an ephemeral answer. Tracebacks are for the log (and ``--verbose``), never 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import sqlalchemy.exc
-
-from actions.cost import PeriodError
-from actions.estimate import EstimateInputError
-from actions.sources.aws_prices import PriceFetchError
-from actions.sources.kubectl_dump import KubectlDumpError
-from actions.sources.kubernetes import ClusterConfigError, ClusterReadError
-from actions.sources.prometheus import TelemetryError
-from actions.sources.recorded import RecordingError
 from bot.settings import ConfigError
+
+if TYPE_CHECKING:
+    import sqlalchemy.exc
 
 USAGE = 2
 """Exit code: the input (arguments, configuration, a file given) is wrong."""
@@ -38,6 +33,8 @@ class Explained:
 
 
 def _database(e: sqlalchemy.exc.SQLAlchemyError) -> Explained:
+    import sqlalchemy.exc
+
     first = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
     if isinstance(e, (sqlalchemy.exc.ArgumentError, sqlalchemy.exc.NoSuchModuleError)):
         return Explained(f"the database URL cannot be used: {first}; write postgresql+psycopg2://... or sqlite:///...", USAGE)
@@ -53,6 +50,18 @@ def explain(error: BaseException) -> Explained:
     """The person-facing account of ``error``. Errors the bot knows get their own words and exit
     code; anything else is named as unexpected (exit :data:`UNAVAILABLE`), so a bug still reads
     as one sentence, with the traceback left to the log."""
+    # Imported here, once something failed: every command imports this module, and the sources'
+    # modules bring the kubernetes client and SQLAlchemy, seconds of start-up `check` never needs.
+    import sqlalchemy.exc
+
+    from actions.cost import PeriodError
+    from actions.estimate import EstimateInputError
+    from actions.sources.aws_prices import PriceFetchError
+    from actions.sources.kubectl_dump import KubectlDumpError
+    from actions.sources.kubernetes import ClusterConfigError, ClusterReadError
+    from actions.sources.prometheus import TelemetryError
+    from actions.sources.recorded import RecordingError
+
     if isinstance(error, ConfigError):
         return Explained(f"configuration error:\n{error}", USAGE)
     if isinstance(error, (KubectlDumpError, RecordingError, EstimateInputError, PeriodError)):
