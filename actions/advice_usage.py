@@ -17,7 +17,7 @@ from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
 from actions.advice_model import INTERRUPTIBLE_ANNOTATION, ConsumerUsage, ReservedUse, TeamBaseline
-from actions.consumers import Consumer, classify
+from actions.consumers import Consumer, running_consumers
 from actions.gpus import GPU_RESOURCE, gpu_family
 from actions.idle import capacity_of, gpu_equivalents_of
 from actions.model import CapacityType, ClusterSnapshot, GpuPod, KubeObject
@@ -36,14 +36,7 @@ def consumer_pods(
     sweep groups them. Pure."""
     book = policy if isinstance(policy, PolicyBook) else PolicyBook(policy, teams, snapshot.namespace_annotations)
     index = OwnerIndex(snapshot)
-    groups: dict[str, tuple[Consumer, list[GpuPod]]] = {}
-    for pod in snapshot.pods:
-        if pod.phase != "Running" or pod.gpus <= 0:
-            continue
-        consumer = classify(pod, index, book.for_namespace(pod.namespace))
-        if consumer is not None:
-            groups.setdefault(consumer.key, (consumer, []))[1].append(pod)
-    return groups
+    return running_consumers(snapshot.pods, index, book.for_namespace)
 
 
 def multi_pod_consumers(groups: Mapping[str, tuple[Consumer, list[GpuPod]]]) -> dict[str, tuple[str, list[str]]]:

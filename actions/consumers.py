@@ -21,6 +21,7 @@ controller the bot cannot read is reported only, with the reason.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from actions.model import (
@@ -225,6 +226,21 @@ def classify(pod: GpuPod, index: OwnerIndex, policy: Policy) -> Consumer | None:
             f"the policy acts on {', '.join(policy.act_on or [])} only; would {consumer.action.summary}",
         )
     return consumer
+
+
+def running_consumers(
+    pods: Iterable[GpuPod], index: OwnerIndex, policy_for: Callable[[str], Policy],
+) -> dict[str, tuple[Consumer, list[GpuPod]]]:
+    """The Running GPU pods of ``pods`` grouped by the consumer holding them (:func:`classify`
+    with ``policy_for(namespace)``): consumer key -> (consumer, its pods), in pod order. Pure."""
+    groups: dict[str, tuple[Consumer, list[GpuPod]]] = {}
+    for pod in pods:
+        if pod.phase != "Running" or pod.gpus <= 0:
+            continue
+        consumer = classify(pod, index, policy_for(pod.namespace))
+        if consumer is not None:
+            groups.setdefault(consumer.key, (consumer, []))[1].append(pod)
+    return groups
 
 
 def _notebook(nb: KubeObject) -> Consumer | None:

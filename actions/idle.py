@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Mapping
 
-from actions.consumers import Consumer, classify
+from actions.consumers import running_consumers
 from actions.model import (
     ENGINE_ACTIVE,
     CapacityType,
@@ -198,13 +198,7 @@ def detect_idle(
             by_pod_cache[key] = table
         return by_pod_cache[key].get((namespace, pod), [])
 
-    groups: dict[str, tuple[Consumer, list[GpuPod]]] = {}
-    for pod in snapshot.pods:
-        if pod.phase != "Running" or pod.gpus <= 0:
-            continue
-        consumer = classify(pod, index, book.for_namespace(pod.namespace))
-        if consumer is not None:
-            groups.setdefault(consumer.key, (consumer, []))[1].append(pod)
+    groups = running_consumers(snapshot.pods, index, book.for_namespace)
 
     findings = []
     for consumer, pods in groups.values():
