@@ -409,6 +409,11 @@ def api_calls() -> dict[str, set[Call]]:
         source.queue_positions(["gpu-cq"])
         reads |= _recorded(fake)
     with FakeKubeApi(everything) as fake:
+        # A fleet's walk lists an owner kind where it needs more than 100 of it: here, every kind.
+        listed = KubernetesSource(fake.api_client(), page_size=2, owner_list_above=0).snapshot(NOW)
+        assert {o.kind for o in listed.objects} == walked
+        reads |= _recorded(fake)
+    with FakeKubeApi(everything) as fake:
         writer = KubernetesWriter(fake.api_client())
         for verb, target in EXECUTOR_TARGETS:
             action = ProposedAction(verb=verb, target=target, summary=f"{verb.value} {target}")

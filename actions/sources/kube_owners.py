@@ -7,8 +7,8 @@ rather than listing every Job in the cluster. Objects already in the snapshot (S
 Deployments, Notebooks, the listed RayClusters, LeaderWorkerSets and InferenceServices, GPU pods)
 are not read again, and each owner is read once per sweep however many pods share it. A fleet
 whose GPU pods need hundreds of owners of one kind (5,000 Kueue Jobs) lists that kind instead
-(:data:`LIST_ABOVE`) where the RBAC grants ``list`` on it (deploy/ grants ``get`` only, so add
-``list`` on ``batch/jobs`` for such a fleet); without it the GETs are sent as before.
+(:data:`LIST_ABOVE`) where the RBAC grants ``list`` on it (deploy/ grants ``get`` and ``list``);
+a list the RBAC refuses falls back to the GETs.
 """
 
 from __future__ import annotations
@@ -36,14 +36,17 @@ LIST_PAGE = 500
 class OwnerReader:
     """Walks the controller owners of GPU pods up through :data:`OWNER_KINDS`, reading each with
     GET. ``known`` holds the objects the snapshot has already (by namespace, kind, name) with
-    their owner references, so the walk goes on through them without reading them again.
-    Needs RBAC ``get`` on each kind in :data:`OWNER_KINDS` that the cluster serves."""
+    their owner references, so the walk goes on through them without reading them again. A level
+    needing more than ``list_above`` owners of one kind lists that kind instead.
+    Needs RBAC ``get`` (and, for large fleets, ``list``) on each kind in :data:`OWNER_KINDS` that
+    the cluster serves."""
 
     def __init__(
         self, api_client: kubernetes.client.ApiClient, error: Callable[[str, int, str], Exception],
-        timeout_seconds: float = 10,
+        timeout_seconds: float = 10, list_above: int = LIST_ABOVE,
     ):
         self._timeout = timeout_seconds
+        self._list_above = list_above
         self._core = kubernetes.client.CoreV1Api(api_client)
         self._custom = kubernetes.client.CustomObjectsApi(api_client)
         self._error = error
@@ -83,7 +86,7 @@ class OwnerReader:
 
     def walk(self, pods: Iterable[GpuPod], known: dict[Key, tuple[OwnerRef, ...]]) -> list[KubeObject]:
         """Every owner of ``pods`` the snapshot lacks, read once each, one level of the chains
-        at a time: where a level needs more than :data:`LIST_ABOVE` owners of one kind, that
+        at a time: where a level needs more than ``list_above`` owners of one kind, that
         kind is listed cluster-wide (paged) instead of read one GET each; a list the RBAC
         refuses (403) falls back to the GETs."""
         found: dict[Key, KubeObject | None] = {}
@@ -116,7 +119,7 @@ class OwnerReader:
         for key, ref in wanted.items():
             by_kind.setdefault((ref.api_version, ref.kind), []).append(key)
         for (api_version, kind), keys in by_kind.items():
-            listed = self._list(api_version, kind) if len(keys) > LIST_ABOVE else None
+            listed = self._list(api_version, kind) if len(keys) > self._list_above else None
             for key in keys:
                 if listed is not None:
                     found[key] = listed.get(key)  # absent: deleted, as a GET's 404

@@ -33,7 +33,7 @@ from actions.model import (
     Tenant,
 )
 from actions.sources import jobobjects, kubeobjects, kueue_visibility
-from actions.sources.kube_owners import OwnerReader
+from actions.sources.kube_owners import LIST_ABOVE, OwnerReader
 
 log = logging.getLogger(__name__)
 
@@ -114,15 +114,19 @@ class KubernetesSource:
     rayclusters.ray.io, leaderworkersets.leaderworkerset.x-k8s.io,
     inferenceservices.serving.kserve.io, Kueue's workloads, localqueues, clusterqueues and
     resourceflavors, and Karpenter's nodeclaims and nodepools (karpenter.sh); ``get`` on the
-    discovery path ``/apis/kueue.x-k8s.io``; and ``get`` on each owner kind of
+    discovery path ``/apis/kueue.x-k8s.io``; and ``get`` and ``list`` on each owner kind of
     :data:`~actions.sources.jobobjects.OWNER_KINDS` (the owner walk,
-    :mod:`actions.sources.kube_owners`).
+    :mod:`actions.sources.kube_owners`, lists a kind where a level needs more than
+    ``owner_list_above`` of it; without ``list`` it reads them one GET each).
     Every request gives up after ``timeout_seconds`` (a ClusterReadError), so an API server that
     hangs cannot hold a sweep or the re-check before an action. Raises ValueError for a
     ``page_size`` under 1 or a ``timeout_seconds`` not above 0.
     """
 
-    def __init__(self, api_client: kubernetes.client.ApiClient, *, page_size: int = 500, timeout_seconds: float = 10):
+    def __init__(
+        self, api_client: kubernetes.client.ApiClient, *, page_size: int = 500, timeout_seconds: float = 10,
+        owner_list_above: int = LIST_ABOVE,
+    ):
         if page_size < 1:
             raise ValueError(f"page_size must be >= 1, got {page_size}")
         if not timeout_seconds > 0:
@@ -133,7 +137,7 @@ class KubernetesSource:
         self._apps = kubernetes.client.AppsV1Api(api_client)
         self._custom = kubernetes.client.CustomObjectsApi(api_client)
         self._page_size = page_size
-        self._owners = OwnerReader(api_client, ClusterReadError, timeout_seconds)
+        self._owners = OwnerReader(api_client, ClusterReadError, timeout_seconds, owner_list_above)
 
     def snapshot(self, now: datetime) -> ClusterSnapshot:
         """The cluster as of ``now`` (the caller's clock; stored as ``taken_at``).
