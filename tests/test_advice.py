@@ -248,8 +248,13 @@ def test_slash_gpu_advise_for_a_team_shows_each_advice_with_evidence_and_prices(
     assert "MIG 1g.10gb" in text and "peak framebuffer used (DCGM_FI_DEV_FB_USED) 6.0 GiB (6,144 MiB)" in text
     assert "spot bundled catalog: AWS EC2 spot price" in text and "as of 2026-08-10" in text
     assert "steady" not in text
+    # Typed as people ask: the filler around the team name is read past.
+    asked = _text(dispatch("advise for team research please?", CommandContext(user="U1", prices=rt.prices, rt=rt)))
+    assert "GPU advice for team research: could save $59,439.77/month" in asked
     wrong = _text(dispatch("advise research serving", CommandContext(user="U1", prices=rt.prices, rt=rt)))
-    assert "takes at most one team name" in wrong and "/gpu advise research" in wrong
+    assert "takes at most one team name; I read 'research', 'serving'" in wrong and "/gpu advise research" in wrong
+    unknown = _text(dispatch("advise reserch", CommandContext(user="U1", prices=rt.prices, rt=rt)))
+    assert "I know no team 'reserch'" in unknown and "research" in unknown and "/gpu advise research" in unknown
 
 
 def test_the_weekly_digest_gains_a_could_save_section_with_the_top_three_and_the_total(advice_prometheus, store):

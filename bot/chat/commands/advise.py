@@ -13,11 +13,18 @@ SUMMARY = "right-size GPUs, move jobs to spot, commit to the steady baseline: ea
 EXAMPLE = "/gpu advise research"
 
 
+# Words people put around a team name ("advice for team research please?"); never team names.
+FILLER = {"for", "team", "the", "of", "my", "our", "please", "me", "on", "about", "show", "what", "can", "we", "save"}
+
+
 def handle(args: str, ctx: CommandContext) -> Reply:
-    """Advice for every team, or the one named. Raises UsageError for more than one word."""
-    parts = args.split()
+    """Advice for every team, or the one named (filler words around it are ignored). Raises
+    UsageError for more than one team name, or a name that is no team's."""
+    parts = [w for w in (w.strip("?!.,:;'\"") for w in args.split()) if w and w.lower() not in FILLER]
     if len(parts) > 1:
-        raise UsageError(f"`/gpu advise` takes at most one team name, got {len(parts)} words.", EXAMPLE)
+        raise UsageError(
+            f"`/gpu advise` takes at most one team name; I read {', '.join(repr(p) for p in parts)}.", EXAMPLE,
+        )
     rt = ctx.rt
     if rt is None:
         return Reply(blocks.error_message("`/gpu advise` needs the running bot's cluster and Prometheus."))
@@ -27,4 +34,7 @@ def handle(args: str, ctx: CommandContext) -> Reply:
         result = rt.advice(now, team=team)
     except ClusterReadError as e:
         return Reply(blocks.error_message(f"I could not read the cluster: {blocks.plain(e)}"))
+    if team is not None and team not in rt.teams.teams and not result.usages:
+        known = ", ".join(sorted(rt.teams.teams)) or "none configured"
+        raise UsageError(f"I know no team {team!r} and no GPU pods of it are running (teams: {known}).", EXAMPLE)
     return Reply(advice_message(result.recommendations, result.could_save_usd_per_month, now, team))
