@@ -124,7 +124,7 @@ def test_kill_the_leader_and_the_other_takes_over_running_each_run_once(postgres
                 return (kube.get("Lease", NAMESPACE, LEASE) or {}).get("spec", {})
 
             procs = {name: _spawn(name, postgres_url, kubeconfig, log) for name, log in logs.items()}
-            leader = wait_for(lambda: spec().get("holderIdentity"), "a leader", timeout=30)
+            leader = wait_for(lambda: spec().get("holderIdentity"), "a leader", timeout=60)  # two processes starting on a loaded machine
             follower = next(name for name in procs if name != leader)
             wait_for(lambda: len(_probe_rows(engine)) >= 3, "three runs by the leader", timeout=30)
             assert spec()["holderIdentity"] == leader
