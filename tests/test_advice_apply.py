@@ -1,0 +1,178 @@
+"""Right-sizing advice applied and restored (ActionVerb.RESIZE_GPUS): the real kubernetes client
+patching the wire-level fake API server (tests/fakes/kube_api.py).
+
+Upstream shapes: the Kubeflow Notebook keeps its pod template at ``spec.template.spec.containers``
+(kubeflow/kubeflow components/notebook-controller api/v1 notebook_types.go, NotebookSpec.Template);
+a Deployment's at the same path (apps/v1). GPUs are the extended resources ``nvidia.com/gpu`` and,
+with the NVIDIA device plugin's MIG strategy ``mixed``, ``nvidia.com/mig-1g.10gb`` (one per MIG
+profile), set in ``resources.limits`` and, when listed, equal in ``resources.requests``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from actions.executors import ExecutorError, KubernetesWriter
+from actions.model import ActionVerb, GpuResize, ObjectRef, ProposedAction, action_from_jsonable, to_jsonable
+from actions.patches import check_target, plan_apply, plan_restore
+from tests.fakes.kube_api import FakeKubeApi
+
+DUMP = json.loads((Path(__file__).resolve().parent.parent / "bot" / "demo_data" / "cluster.json").read_bytes())
+NOW = datetime(2026, 11, 20, 12, 5, tzinfo=timezone.utc)
+
+NOTEBOOK = ObjectRef("kubeflow.org/v1", "Notebook", "ml-research", "llm-explore")
+CHAT = ObjectRef("apps/v1", "Deployment", "serving", "chat-api")
+TRAIN = ObjectRef("apps/v1", "Deployment", "ml-research", "finetune-server")
+MIG = GpuResize(before=(("nvidia.com/gpu", 1),), after=(("nvidia.com/mig-1g.10gb", 1),))
+FEWER = GpuResize(before=(("nvidia.com/gpu", 4),), after=(("nvidia.com/gpu", 2),), container="trainer")
+
+
+def four_gpu_deployment() -> dict:
+    """Limits only for the GPUs (requests default to them), and a sidecar without GPUs."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "finetune-server", "namespace": "ml-research", "resourceVersion": "500"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "finetune-server"}},
+            "template": {
+                "metadata": {"labels": {"app": "finetune-server"}},
+                "spec": {
+                    "containers": [
+                        {"name": "trainer", "image": "trainer:1",
+                         "resources": {"limits": {"nvidia.com/gpu": "4", "memory": "64Gi"},
+                                       "requests": {"cpu": "8"}}},
+                        {"name": "log-shipper", "image": "fluent-bit:3", "resources": {"limits": {"memory": "128Mi"}}},
+                    ]
+                },
+            },
+        },
+    }
+
+
+def resize(target: ObjectRef, change: GpuResize) -> ProposedAction:
+    return ProposedAction(ActionVerb.RESIZE_GPUS, target, f"resize {target}", change)
+
+
+def containers(fake: FakeKubeApi, kind: str, ns: str, name: str) -> list[dict]:
+    return fake.get(kind, ns, name)["spec"]["template"]["spec"]["containers"]
+
+
+@pytest.fixture
+def fake():
+    with FakeKubeApi(DUMP["items"] + [four_gpu_deployment()]) as server:
+        yield server
+
+
+@pytest.fixture
+def writer(fake):
+    return KubernetesWriter(fake.api_client())
+
+
+def test_mig_on_a_notebook_swaps_the_whole_gpu_for_a_slice_and_restore_puts_it_back(fake, writer):
+    before = copy.deepcopy(fake.get("Notebook", "ml-research", "llm-explore"))
+    undo = writer.apply(resize(NOTEBOOK, MIG), NOW)
+    resources = containers(fake, "Notebook", "ml-research", "llm-explore")[0]["resources"]
+    assert resources == {
+        "limits": {"memory": "32Gi", "nvidia.com/mig-1g.10gb": "1"},
+        "requests": {"cpu": "4", "memory": "32Gi", "nvidia.com/mig-1g.10gb": "1"},
+    }
+    patch = [r for r in fake.requests if r.method == "PATCH"][-1]
+    assert patch.content_type == "application/merge-patch+json"
+    assert patch.body["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    writer.restore(resize(NOTEBOOK, MIG), undo, NOW)
+    after = fake.get("Notebook", "ml-research", "llm-explore")
+    assert after["spec"] == before["spec"]
+
+
+def test_mig_on_a_deployment_and_back(fake, writer):
+    before = copy.deepcopy(fake.get("Deployment", "serving", "chat-api")["spec"])
+    undo = writer.apply(resize(CHAT, MIG), NOW)
+    limits = containers(fake, "Deployment", "serving", "chat-api")[0]["resources"]["limits"]
+    assert limits["nvidia.com/mig-1g.10gb"] == "1" and "nvidia.com/gpu" not in limits
+    writer.restore(resize(CHAT, MIG), undo, NOW)
+    assert fake.get("Deployment", "serving", "chat-api")["spec"] == before
+
+
+def test_fewer_gpus_keeps_requests_absent_and_other_containers_untouched(fake, writer):
+    before = copy.deepcopy(fake.get("Deployment", "ml-research", "finetune-server")["spec"])
+    undo = writer.apply(resize(TRAIN, FEWER), NOW)
+    trainer, shipper = containers(fake, "Deployment", "ml-research", "finetune-server")
+    assert trainer["resources"] == {"limits": {"nvidia.com/gpu": "2", "memory": "64Gi"}, "requests": {"cpu": "8"}}
+    assert shipper == before["template"]["spec"]["containers"][1]
+    assert undo == {
+        "verb": "resize-gpus",
+        "target": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "ml-research", "name": "finetune-server"},
+        "container": "trainer",
+        "before": {"limits": {"nvidia.com/gpu": "4"}, "requests": {"nvidia.com/gpu": None}},
+    }
+    writer.restore(resize(TRAIN, FEWER), undo, NOW)
+    assert fake.get("Deployment", "ml-research", "finetune-server")["spec"] == before
+
+
+def test_applying_twice_is_idempotent_and_restoring_twice_is_a_no_op(fake, writer):
+    first = writer.apply(resize(TRAIN, FEWER), NOW)
+    second = writer.apply(resize(TRAIN, FEWER), NOW)
+    assert first == second
+    writer.restore(resize(TRAIN, FEWER), first, NOW)
+    fake.clear_requests()
+    writer.restore(resize(TRAIN, FEWER), first, NOW)
+    assert {r.method for r in fake.requests} == {"GET"}
+
+
+def test_apply_refuses_when_the_request_is_no_longer_what_the_advice_saw(fake, writer):
+    stale = GpuResize(before=(("nvidia.com/gpu", 8),), after=(("nvidia.com/gpu", 2),), container="trainer")
+    with pytest.raises(ExecutorError, match=r"now requests nvidia.com/gpu: 4, not the nvidia.com/gpu: 8 .*no longer holds"):
+        writer.apply(resize(TRAIN, stale), NOW)
+    assert not [r for r in fake.requests if r.method == "PATCH"]
+
+
+def test_restore_keeps_a_size_someone_set_since(fake, writer):
+    undo = writer.apply(resize(TRAIN, FEWER), NOW)
+    obj = fake.get("Deployment", "ml-research", "finetune-server")
+    obj["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "3"
+    fake.add(obj)
+    fake.clear_requests()
+    writer.restore(resize(TRAIN, FEWER), undo, NOW)
+    assert not [r for r in fake.requests if r.method == "PATCH"]
+    trainer = containers(fake, "Deployment", "ml-research", "finetune-server")[0]
+    assert trainer["resources"]["limits"]["nvidia.com/gpu"] == "3"
+
+
+def test_the_patch_carries_the_resource_version_it_was_planned_from():
+    obj = four_gpu_deployment()
+    assert plan_apply(resize(TRAIN, FEWER), obj, NOW)[0]["metadata"] == {"resourceVersion": "500"}
+
+
+def test_resize_needs_a_change_and_a_pod_template_kind():
+    with pytest.raises(ExecutorError, match="cannot resize-gpus"):
+        check_target(ProposedAction(ActionVerb.RESIZE_GPUS, TRAIN, "no change"))
+    with pytest.raises(ExecutorError, match="cannot resize-gpus"):
+        check_target(resize(ObjectRef("ray.io/v1", "RayCluster", "ml", "rc"), MIG))
+
+
+def test_two_gpu_containers_without_a_name_is_refused():
+    obj = four_gpu_deployment()
+    second = copy.deepcopy(obj["spec"]["template"]["spec"]["containers"][0])
+    second["name"] = "trainer-2"
+    obj["spec"]["template"]["spec"]["containers"].append(second)
+    unnamed = GpuResize(before=FEWER.before, after=FEWER.after)
+    with pytest.raises(ExecutorError, match="2 containers of its pod template request GPUs"):
+        plan_apply(resize(TRAIN, unnamed), obj, NOW)
+
+
+def test_an_undo_record_without_the_resources_is_a_clear_error():
+    obj = four_gpu_deployment()
+    with pytest.raises(ExecutorError, match="has no container and GPU resources to put back"):
+        plan_restore(resize(TRAIN, FEWER), {"verb": "resize-gpus"}, obj)
+
+
+def test_the_action_round_trips_through_json():
+    action = resize(NOTEBOOK, MIG)
+    assert action_from_jsonable(json.loads(json.dumps(to_jsonable(action)))) == action
