@@ -17,9 +17,20 @@ from pathlib import Path
 
 import pytest
 
+from actions.advice import advise_consumer
+from actions.advice_model import AdvicePolicy, ConsumerUsage
 from actions.executors import ExecutorError, KubernetesWriter
-from actions.model import ActionVerb, GpuResize, ObjectRef, ProposedAction, action_from_jsonable, to_jsonable
+from actions.model import (
+    ActionVerb,
+    CapacityType,
+    GpuResize,
+    ObjectRef,
+    ProposedAction,
+    action_from_jsonable,
+    to_jsonable,
+)
 from actions.patches import check_target, plan_apply, plan_restore
+from actions.prices import PriceBook, PriceCatalog
 from tests.fakes.kube_api import FakeKubeApi
 
 DUMP = json.loads((Path(__file__).resolve().parent.parent / "bot" / "demo_data" / "cluster.json").read_bytes())
@@ -176,3 +187,50 @@ def test_an_undo_record_without_the_resources_is_a_clear_error():
 def test_the_action_round_trips_through_json():
     action = resize(NOTEBOOK, MIG)
     assert action_from_jsonable(json.loads(json.dumps(to_jsonable(action)))) == action
+
+
+# --- from advice to the action -----------------------------------------------------------------------
+
+H100 = "NVIDIA H100 80GB HBM3"
+BUNDLED = PriceBook(PriceCatalog.bundled())
+
+
+def usage(**changes) -> ConsumerUsage:
+    base = dict(
+        key="idle-notebook/ml-research/llm-explore", team="research", namespace="ml-research",
+        consumer_kind="Notebook", name="llm-explore", role="notebook", pods=("llm-explore-0",), whole_gpus=1,
+        gpus=1.0, gpu_model=H100, instance_type="p5.48xlarge", capacity=CapacityType.ON_DEMAND,
+        window_seconds=7 * 86400, gpu_hours=168.0, peak_fb_mib=6000, peak_engine_pct=9, busy_gpus=1,
+        target=NOTEBOOK,
+    )
+    base.update(changes)
+    return ConsumerUsage(**base)
+
+
+def test_mig_advice_on_a_notebook_carries_the_action_that_applies_it(fake, writer):
+    [r] = [r for r in advise_consumer(usage(), BUNDLED, AdvicePolicy()) if r.kind == "mig"]
+    assert r.action == ProposedAction(
+        ActionVerb.RESIZE_GPUS, NOTEBOOK, r.summary,
+        GpuResize(before=(("nvidia.com/gpu", 1),), after=(("nvidia.com/mig-1g.10gb", 1),)),
+    )
+    writer.apply(r.action, NOW)
+    limits = containers(fake, "Notebook", "ml-research", "llm-explore")[0]["resources"]["limits"]
+    assert limits["nvidia.com/mig-1g.10gb"] == "1" and "nvidia.com/gpu" not in limits
+
+
+def test_fewer_gpus_advice_on_a_one_pod_deployment_is_applicable_and_on_replicas_is_advice_only():
+    one_pod = usage(consumer_kind="Deployment", name="finetune-server", role="serving", pods=("finetune-server-7c9-x",),
+                    whole_gpus=4, gpus=4.0, peak_fb_mib=70000, peak_engine_pct=99, busy_gpus=2, target=TRAIN)
+    [r] = [r for r in advise_consumer(one_pod, BUNDLED, AdvicePolicy()) if r.kind == "fewer-gpus"]
+    assert r.action.resize == GpuResize(before=(("nvidia.com/gpu", 4),), after=(("nvidia.com/gpu", 2),))
+    spread = usage(consumer_kind="Deployment", name="finetune-server", role="serving", pods=("a", "b"),
+                   whole_gpus=4, gpus=4.0, peak_fb_mib=70000, peak_engine_pct=99, busy_gpus=2, target=TRAIN)
+    [r] = [r for r in advise_consumer(spread, BUNDLED, AdvicePolicy()) if r.kind == "fewer-gpus"]
+    assert r.action is None and "fewer pods or fewer GPUs each" in r.change
+
+
+def test_advice_on_a_kind_without_a_pod_template_patch_is_advice_only():
+    job_target = ObjectRef("batch/v1", "Job", "ml-research", "train")
+    recs = advise_consumer(usage(consumer_kind="Job", role="job", target=job_target), BUNDLED, AdvicePolicy())
+    assert [r.kind for r in recs if r.kind == "mig"] == ["mig"]
+    assert all(r.action is None for r in recs)
