@@ -54,7 +54,7 @@ from actions.model import (
     ProposedAction,
     format_time,
 )
-from actions.resize import plan_resize_apply, plan_resize_restore
+from actions.resize import StaleAdvice, plan_resize_apply, plan_resize_restore
 
 STOPPED_ANNOTATION = "kubeflow-resource-stopped"
 REPLICAS_ANNOTATION = "gpu-cost-bot/replicas-before-stop"
@@ -65,13 +65,18 @@ class ExecutorError(Exception):
     """An action could not be applied or restored. ``target`` is the object; ``status`` the HTTP
     status when the API server refused (0 otherwise). ``uncertain``: the patch was sent and no
     answer came (a timeout, a dropped connection, a server error), so it may still land; the
-    target must be read back before the outcome is known."""
+    target must be read back before the outcome is known. ``stale``: the target no longer is what
+    the action was proposed from (right-sizing advice whose GPU request changed): nothing was sent."""
 
-    def __init__(self, message: str, target: ObjectRef | None = None, status: int = 0, *, uncertain: bool = False):
+    def __init__(
+        self, message: str, target: ObjectRef | None = None, status: int = 0, *, uncertain: bool = False,
+        stale: bool = False,
+    ):
         super().__init__(message)
         self.target = target
         self.status = status
         self.uncertain = uncertain
+        self.stale = stale
 
 
 def _ref_json(target: ObjectRef) -> dict:
@@ -186,7 +191,9 @@ def plan_apply(action: ProposedAction, current: Mapping[str, Any], now: datetime
     if action.verb is ActionVerb.RESIZE_GPUS:
         try:
             return plan_resize_apply(action, current, undo), undo
-        except ValueError as e:  # StaleAdvice too: the advice no longer holds
+        except StaleAdvice as e:
+            raise ExecutorError(str(e), action.target, stale=True) from e
+        except ValueError as e:
             raise ExecutorError(str(e), action.target) from e
     if action.verb is ActionVerb.STOP_JUPYTER_SERVER:
         undo["user_options"] = current.get("user_options") or {}

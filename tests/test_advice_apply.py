@@ -31,7 +31,12 @@ from actions.model import (
 )
 from actions.patches import check_target, plan_apply, plan_restore
 from actions.prices import PriceBook, PriceCatalog
+from bot.chat.approvals import Approvals
+from bot.chat.proposals import Proposals
+from tests.databases import *  # noqa: F403
 from tests.fakes.kube_api import FakeKubeApi
+from tests.fakes.slack_api import FakeSlack
+from tests.test_approvals import APPROVER, CHANNEL, OTHER, buttons, make_runtime
 
 DUMP = json.loads((Path(__file__).resolve().parent.parent / "bot" / "demo_data" / "cluster.json").read_bytes())
 NOW = datetime(2026, 11, 20, 12, 5, tzinfo=timezone.utc)
@@ -234,3 +239,66 @@ def test_advice_on_a_kind_without_a_pod_template_patch_is_advice_only():
     recs = advise_consumer(usage(consumer_kind="Job", role="job", target=job_target), BUNDLED, AdvicePolicy())
     assert [r.kind for r in recs if r.kind == "mig"] == ["mig"]
     assert all(r.action is None for r in recs)
+
+
+# --- the request, its buttons and the re-check: real stores, Slack at the wire, the demo cluster ----
+
+WEEK = 7 * 86400
+
+
+@pytest.fixture
+def slack():
+    with FakeSlack() as server:
+        yield server
+
+
+def test_mig_advice_becomes_a_request_that_an_approver_applies_and_restores(database_url, slack):
+    rt = make_runtime(database_url, slack)
+    [rec] = [r for r in advise_consumer(usage(), BUNDLED, AdvicePolicy()) if r.kind == "mig"]
+    [request_id] = Proposals(rt).propose_advice([rec], rt.clock(), WEEK)
+    assert Proposals(rt).propose_advice([rec], rt.clock(), WEEK) == []  # one open request per advice
+    req = rt.store.get(request_id)
+    assert (req.kind, req.verb, req.team) == ("right-size", "resize-gpus", "research")
+    message = slack.messages(CHANNEL)[req.message_ts]
+    assert buttons(message) == ["gpu_approve", "gpu_snooze", "gpu_exempt", "gpu_deny"]
+    assert "Right-size GPUs: Notebook ml-research/llm-explore" in message["text"]
+    assert "nvidia.com/mig-1g.10gb" in json.dumps(message["blocks"])
+
+    approvals = Approvals(rt)
+    assert not approvals.approve(request_id, OTHER).ok  # only the team's approvers
+    assert approvals.approve(request_id, APPROVER).ok
+    nb = rt.cluster.get("Notebook", "ml-research", "llm-explore")
+    limits = nb["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert limits == {"memory": "32Gi", "nvidia.com/mig-1g.10gb": "1"}
+    assert rt.store.get(request_id).state == "done"
+    assert buttons(slack.messages(CHANNEL)[req.message_ts]) == ["gpu_restore"]
+
+    assert approvals.restore(request_id, APPROVER).ok
+    nb = rt.cluster.get("Notebook", "ml-research", "llm-explore")
+    assert nb["spec"]["template"]["spec"]["containers"][0]["resources"] == {
+        "limits": {"memory": "32Gi", "nvidia.com/gpu": "1"},
+        "requests": {"cpu": "4", "memory": "32Gi", "nvidia.com/gpu": "1"},
+    }
+    assert rt.store.get(request_id).state == "restored"
+
+
+def test_a_sweep_leaves_a_right_sizing_request_open(database_url, slack):
+    rt = make_runtime(database_url, slack)
+    [rec] = [r for r in advise_consumer(usage(), BUNDLED, AdvicePolicy()) if r.kind == "mig"]
+    [request_id] = Proposals(rt).propose_advice([rec], rt.clock(), WEEK)
+    Proposals(rt).reconcile([], rt.clock())
+    assert rt.store.get(request_id).state == "proposed"
+
+
+def test_approve_of_advice_made_from_another_gpu_request_changes_nothing(database_url, slack):
+    rt = make_runtime(database_url, slack)
+    # Advice made when the Notebook held 4 GPUs (2 to spare); it holds 1 now.
+    four = usage(whole_gpus=4, gpus=4.0, peak_fb_mib=70000, peak_engine_pct=99, busy_gpus=2)
+    [rec] = [r for r in advise_consumer(four, BUNDLED, AdvicePolicy()) if r.kind == "fewer-gpus"]
+    [request_id] = Proposals(rt).propose_advice([rec], rt.clock(), WEEK)
+    before = copy.deepcopy(rt.cluster.get("Notebook", "ml-research", "llm-explore"))
+    outcome = Approvals(rt).approve(request_id, APPROVER)
+    assert not outcome.ok and "no longer holds" in outcome.message
+    req = rt.store.get(request_id)
+    assert req.state == "superseded" and "nvidia.com/gpu: 1, not the nvidia.com/gpu: 4" in req.note
+    assert rt.cluster.get("Notebook", "ml-research", "llm-explore")["spec"] == before["spec"]
