@@ -19,6 +19,7 @@ import pytest
 
 from actions.advice import advise_consumer
 from actions.advice_model import AdvicePolicy, ConsumerUsage
+from actions.advising import AdviceResult
 from actions.executors import ExecutorError, KubernetesWriter
 from actions.model import (
     ActionVerb,
@@ -33,6 +34,7 @@ from actions.patches import check_target, plan_apply, plan_restore
 from actions.prices import PriceBook, PriceCatalog
 from bot.chat.approvals import Approvals
 from bot.chat.proposals import Proposals
+from bot.jobs.advice import AdviceJob
 from tests.databases import *  # noqa: F403
 from tests.fakes.kube_api import FakeKubeApi
 from tests.fakes.slack_api import FakeSlack
@@ -302,3 +304,25 @@ def test_approve_of_advice_made_from_another_gpu_request_changes_nothing(databas
     req = rt.store.get(request_id)
     assert req.state == "superseded" and "nvidia.com/gpu: 1, not the nvidia.com/gpu: 4" in req.note
     assert rt.cluster.get("Notebook", "ml-research", "llm-explore")["spec"] == before["spec"]
+    shown = json.dumps(slack.messages(CHANNEL)[req.message_ts]["blocks"])
+    assert "Closed: the advice no longer holds" in shown and buttons(slack.messages(CHANNEL)[req.message_ts]) == []
+
+
+def test_the_advice_job_posts_the_advice_and_a_request_only_for_what_a_patch_can_apply(database_url, slack):
+    rt = make_runtime(database_url, slack)
+    [mig] = [r for r in advise_consumer(usage(), BUNDLED, AdvicePolicy()) if r.kind == "mig"]
+    job_target = ObjectRef("batch/v1", "Job", "ml-research", "train")
+    other = usage(key="idle-workload/ml-research/Job/train", consumer_kind="Job", name="train", role="job",
+                  target=job_target)
+    [advice_only] = [r for r in advise_consumer(other, BUNDLED, AdvicePolicy()) if r.kind == "mig"]
+    result = AdviceResult(rt.clock(), (mig, advice_only), (), (), 0.0)
+    job = AdviceJob(rt.store, rt.chat, rt.teams, lambda at, team: result,
+                    propose=Proposals(rt).propose_advice, window_seconds=WEEK)
+    assert job.run(rt.clock()) == {"posted": 2, "repeated": 0, "no-channel": 0, "requests": 1}
+    [req] = rt.store.list_requests()
+    assert req.key == mig.key and req.target_kind == "Notebook"
+    posted = [m["text"] for m in slack.messages(CHANNEL).values()]
+    assert any(t.startswith("GPU advice for team research") for t in posted)
+    [advice] = [m for m in slack.messages(CHANNEL).values() if m["text"].startswith("GPU advice")]
+    assert json.dumps(advice["blocks"]).count("Apply: the team's approvers get a request") == 1
+    assert job.run(rt.clock())["requests"] == 0  # unchanged advice: neither posted nor proposed again

@@ -25,7 +25,7 @@ def right_size_message(f: Finding, status: RequestStatus) -> Message:
             f"while its GPU request is still what the advice saw; Restore puts back what was there. "
             f"Request #{status.id}{' · DRY RUN: the cluster will not be changed' if status.dry_run else ''}"
         ),
-        section(status_line(status)),
+        section(status_line(status).replace("no longer idle", "the advice no longer holds")),
     ]
     buttons = buttons_for(status, has_action=True, restorable=True)
     if buttons:
