@@ -30,10 +30,10 @@ from actions.model import (
     action_from_jsonable,
     to_jsonable,
 )
-from actions.patches import check_target, plan_apply, plan_restore
+from actions.patches import check_target, merge_patch, plan_apply, plan_restore
 from actions.prices import PriceBook, PriceCatalog
 from bot.chat.approvals import Approvals
-from bot.chat.proposals import Proposals
+from bot.chat.proposals import Proposals, settle_outcome
 from bot.jobs.advice import AdviceJob
 from tests.databases import *  # noqa: F403
 from tests.fakes.kube_api import FakeKubeApi
@@ -326,3 +326,20 @@ def test_the_advice_job_posts_the_advice_and_a_request_only_for_what_a_patch_can
     [advice] = [m for m in slack.messages(CHANNEL).values() if m["text"].startswith("GPU advice")]
     assert json.dumps(advice["blocks"]).count("Apply: the team's approvers get a request") == 1
     assert job.run(rt.clock())["requests"] == 0  # unchanged advice: neither posted nor proposed again
+
+
+def test_an_interrupted_right_sizing_is_settled_from_what_the_target_shows(database_url, slack):
+    rt = make_runtime(database_url, slack)
+    four = usage(whole_gpus=4, gpus=4.0, peak_fb_mib=70000, peak_engine_pct=99, busy_gpus=2)
+    [stale] = [r for r in advise_consumer(four, BUNDLED, AdvicePolicy()) if r.kind == "fewer-gpus"]
+    [fits] = [r for r in advise_consumer(usage(), BUNDLED, AdvicePolicy()) if r.kind == "mig"]
+    notebook = rt.cluster.get("Notebook", "ml-research", "llm-explore")
+    for rec, state in ((stale, "failed"), (fits, "failed")):
+        [request_id] = Proposals(rt).propose_advice([rec], rt.clock(), WEEK)
+        req = rt.store.transition(request_id, from_states=["proposed"], to_state="approved", now=rt.clock(),
+                                  actor=APPROVER, event="approved")
+        assert settle_outcome(req, notebook, rt.clock(), "The bot restarted")[0] == state
+    # The MIG change landed before the restart: done, with the undo record read back for Restore.
+    applied = merge_patch(notebook, plan_apply(fits.action, notebook, NOW)[0])
+    state, _, detail = settle_outcome(req, applied, rt.clock(), "The bot restarted")
+    assert state == "done" and detail["undo"]["before"]["limits"]["nvidia.com/gpu"] == "1"

@@ -31,7 +31,7 @@ from actions import store_bulk
 from actions.advice_model import Recommendation
 from actions.advice_request import RIGHT_SIZE, advice_finding
 from actions.model import Finding, finding_from_jsonable, to_jsonable
-from actions.patches import plan_apply, plan_restore
+from actions.patches import ExecutorError, plan_apply, plan_restore
 from actions.store import ActionRequest, RequestState, new_request
 from bot.chat.blocks import duration, short_time
 from bot.chat.messages import MessageSync
@@ -85,7 +85,12 @@ def settle_outcome(req: ActionRequest, current: dict | None, now: datetime, why:
                 return None
             return "failed", f"{why} before acting; {action.target} is still there. Approve it again when re-proposed.", detail
         if current is not None:
-            patch, undo = plan_apply(action, current, now)
+            try:
+                patch, undo = plan_apply(action, current, now)
+            except ExecutorError as e:
+                if not e.stale:
+                    raise
+                patch, undo = {}, {}  # right-sizing whose GPU request changed: not applied, never will be
             if patch is None:
                 detail["undo"] = undo
                 return "done", f"{why} while acting; the cluster shows it done: {action.summary}.", detail
