@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -262,7 +262,7 @@ def test_mig_advice_becomes_a_request_that_an_approver_applies_and_restores(data
     req = rt.store.get(request_id)
     assert (req.kind, req.verb, req.team) == ("right-size", "resize-gpus", "research")
     message = slack.messages(CHANNEL)[req.message_ts]
-    assert buttons(message) == ["gpu_approve", "gpu_snooze", "gpu_exempt", "gpu_deny"]
+    assert buttons(message) == ["gpu_approve", "gpu_deny"]
     assert "Right-size GPUs: Notebook ml-research/llm-explore" in message["text"]
     assert "nvidia.com/mig-1g.10gb" in json.dumps(message["blocks"])
 
@@ -290,6 +290,12 @@ def test_a_sweep_leaves_a_right_sizing_request_open(database_url, slack):
     [request_id] = Proposals(rt).propose_advice([rec], rt.clock(), WEEK)
     Proposals(rt).reconcile([], rt.clock())
     assert rt.store.get(request_id).state == "proposed"
+    assert Approvals(rt).deny(request_id, APPROVER).ok
+    rt.clock.now += timedelta(days=2)  # past the deny cooldown: closed, so changed advice can ask again
+    Proposals(rt).reconcile([], rt.clock())
+    req = rt.store.get(request_id)
+    assert req.state == "superseded" and req.note == "Asked again when the advice changes."
+    assert Proposals(rt).propose_advice([rec], rt.clock(), WEEK) != []
 
 
 def test_approve_of_advice_made_from_another_gpu_request_changes_nothing(database_url, slack):

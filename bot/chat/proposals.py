@@ -179,13 +179,16 @@ class Proposals:
                 self.refresh_message(done, now)
 
         for req in store.due_to_wake(now):
-            if unseen(req) or req.kind == RIGHT_SIZE:  # advice, not a sweep's finding: see propose_advice
+            if unseen(req):
                 continue
-            f = by_key.get(req.key)
+            # A denied right-sizing is not asked again by a sweep: the advice job asks again when
+            # the advice changes (propose_advice).
+            f = None if req.kind == RIGHT_SIZE else by_key.get(req.key)
             if f is None:
                 done = store.transition(
                     req.id, from_states=[req.state], to_state="superseded", now=now, actor=SYSTEM,
-                    event="superseded", note="No longer idle.",
+                    event="superseded",
+                    note="Asked again when the advice changes." if req.kind == RIGHT_SIZE else "No longer idle.",
                 )
             else:
                 done = store.transition(

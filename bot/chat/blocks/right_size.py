@@ -6,7 +6,7 @@ from __future__ import annotations
 from actions.model import Finding
 from bot.chat import Message
 from bot.chat.blocks import context, header, plain, section, usd
-from bot.chat.blocks.proposals import RequestStatus, buttons_for, status_line
+from bot.chat.blocks.proposals import APPROVE, DENY, RESTORE, RequestStatus, buttons_for, status_line
 
 
 def right_size_message(f: Finding, status: RequestStatus) -> Message:
@@ -27,7 +27,9 @@ def right_size_message(f: Finding, status: RequestStatus) -> Message:
         ),
         section(status_line(status).replace("no longer idle", "the advice no longer holds")),
     ]
-    buttons = buttons_for(status, has_action=True, restorable=True)
+    # Approve, Deny and Restore only: snoozing or exempting advice means nothing a sweep wakes.
+    buttons = [b for b in buttons_for(status, has_action=True, restorable=True)
+               if b["action_id"] in (APPROVE, DENY, RESTORE)]
     if buttons:
         blocks.append({"type": "actions", "block_id": f"request-{status.id}", "elements": buttons})
     return Message(text=f"{plain(title)}: {plain(f.action.summary)}, {saving}", blocks=blocks)
