@@ -39,7 +39,7 @@ from actions.advice_model import (
 from actions.commitments import advise_commitment, advise_reserved
 from actions.estimate import format_hours, interruption_overhead, usd_rate
 from actions.mig import smallest_profile
-from actions.model import CapacityType, PriceQuote, to_jsonable
+from actions.model import CapacityType, GpuResize, PriceQuote, to_jsonable
 from actions.prices import PriceBook, PriceNotFound
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$")
@@ -96,6 +96,21 @@ def works_unseen(u: ConsumerUsage, policy: AdvicePolicy) -> bool:
     )
 
 
+# The kinds whose pod template is at spec.template.spec.containers and that the executors patch.
+RESIZABLE = {("kubeflow.org/v1", "Notebook"), ("apps/v1", "Deployment"), ("apps/v1", "StatefulSet")}
+
+
+def resize_of(u: ConsumerUsage, after: tuple[tuple[str, int], ...]) -> GpuResize | None:
+    """The pod template change that makes right-sizing advice: ``nvidia.com/gpu: whole_gpus``
+    -> ``after`` in its one pod's template, or ``None`` (advice only) when the consumer runs more
+    than one pod (the GPUs are spread over replicas: fewer pods is a person's call) or its
+    object is not a Notebook, Deployment or StatefulSet."""
+    t = u.target
+    if t is None or (t.api_version, t.kind) not in RESIZABLE or len(u.pods) != 1:
+        return None
+    return GpuResize(before=(("nvidia.com/gpu", u.whole_gpus),), after=after)
+
+
 def _right_size(u: ConsumerUsage, quote: PriceQuote, policy: AdvicePolicy, window: str) -> Recommendation | None:
     """Fewer GPUs, or one MIG profile when one GPU is all it needs."""
     if u.whole_gpus < 1 or u.busy_gpus is None:
@@ -132,7 +147,7 @@ def _right_size(u: ConsumerUsage, quote: PriceQuote, policy: AdvicePolicy, windo
             saving_usd_per_month=money(current - advised), evidence=tuple(evidence), prices=(quote,),
             notes=(f"{usd_rate(rate)}/GPU-hour x {monthly:,.1f} GPU-hours a month; a {fit.profile} instance "
                    f"is charged {fit.slices}/{fit.gpu_slices} of a GPU",),
-            target=u.target,
+            target=u.target, resize=resize_of(u, ((fit.resource, 1),)),
         )
     if needed >= u.whole_gpus:
         return None
@@ -147,7 +162,7 @@ def _right_size(u: ConsumerUsage, quote: PriceQuote, policy: AdvicePolicy, windo
         current_usd_per_month=current, advised_usd_per_month=advised,
         saving_usd_per_month=money(current - advised), evidence=tuple(evidence), prices=(quote,),
         notes=(f"{usd_rate(rate)}/GPU-hour x {monthly:,.1f} GPU-hours a month x {needed}/{u.whole_gpus}",),
-        target=u.target,
+        target=u.target, resize=resize_of(u, (("nvidia.com/gpu", needed),)),
     )
 
 

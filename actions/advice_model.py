@@ -15,7 +15,7 @@ from typing import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from actions.model import CapacityType, ObjectRef, PriceQuote
+from actions.model import ActionVerb, CapacityType, GpuResize, ObjectRef, PriceQuote, ProposedAction
 from actions.prices import family_key
 
 HOURS_PER_MONTH = 730.0  # 8,760 h / 12, as clouds bill
@@ -187,7 +187,9 @@ class Recommendation:
     730-h month at the window's run rate; ``None`` when no price for the advised option is
     known, then ``notes`` say how to set one). ``evidence`` holds the signal values as
     ``(name, value as shown)`` pairs; ``prices`` the quotes used, each with its source and
-    as-of date. ``target`` is the object a right-sizing patch would change.
+    as-of date. ``target`` is the object a right-sizing patch would change; ``resize`` the
+    change an Apply button makes to its pod template (``None``: advice only, the ``change`` is
+    for a person to make).
     """
 
     kind: str
@@ -204,6 +206,14 @@ class Recommendation:
     prices: tuple[PriceQuote, ...]
     notes: tuple[str, ...] = ()
     target: ObjectRef | None = None
+    resize: GpuResize | None = None
+
+    @property
+    def action(self) -> ProposedAction | None:
+        """The ``RESIZE_GPUS`` action an approver's Apply would take, or ``None`` (advice only)."""
+        if self.resize is None or self.target is None:
+            return None
+        return ProposedAction(ActionVerb.RESIZE_GPUS, self.target, self.summary, self.resize)
 
     @property
     def fingerprint(self) -> str:

@@ -468,6 +468,9 @@ class ActionVerb(str, Enum):
     # Karpenter NodeClaim: deleted (Karpenter drains and terminates the node); nothing to undo:
     # Karpenter provisions again for pods that need the capacity.
     DELETE_NODECLAIM = "delete-nodeclaim"
+    # Notebook/Deployment/StatefulSet: a pod template container's GPU resources swapped for the
+    # advised ones (fewer nvidia.com/gpu, or a MIG slice); undo puts back the values that were there
+    RESIZE_GPUS = "resize-gpus"
 
     @property
     def restorable(self) -> bool:
@@ -498,12 +501,30 @@ class Handling:
 
 
 @dataclass(frozen=True)
+class GpuResize:
+    """A right-sizing change to one pod template container's GPU resources (``RESIZE_GPUS``).
+
+    ``before`` is what the advice was made from and ``after`` what it advises, each as
+    ``(resource name, count per pod)`` pairs: ``(("nvidia.com/gpu", 2),)`` ->
+    ``(("nvidia.com/gpu", 1),)``, or ``(("nvidia.com/gpu", 1),)`` ->
+    ``(("nvidia.com/mig-1g.10gb", 1),)`` (NVIDIA device plugin, MIG strategy mixed).
+    ``container`` names the container; ``None`` means the only one that requests ``before``.
+    """
+
+    before: tuple[tuple[str, int], ...]
+    after: tuple[tuple[str, int], ...]
+    container: str | None = None
+
+
+@dataclass(frozen=True)
 class ProposedAction:
-    """An action on one object, proposed but not applied."""
+    """An action on one object, proposed but not applied. ``resize`` is the change a
+    ``RESIZE_GPUS`` action makes (``None`` for every other verb)."""
 
     verb: ActionVerb
     target: ObjectRef
     summary: str
+    resize: GpuResize | None = None
 
 
 @dataclass(frozen=True)
@@ -637,6 +658,21 @@ def telemetry_from_jsonable(data: Mapping[str, Any]) -> TelemetrySnapshot:
     )
 
 
+def action_from_jsonable(a: Mapping[str, Any]) -> ProposedAction:
+    """Inverse of ``to_jsonable`` for a ProposedAction. Raises KeyError/ValueError on bad input."""
+    resize = a.get("resize")
+    return ProposedAction(
+        ActionVerb(a["verb"]),
+        ObjectRef(**a["target"]),
+        a["summary"],
+        GpuResize(
+            before=tuple((str(k), int(v)) for k, v in resize["before"]),
+            after=tuple((str(k), int(v)) for k, v in resize["after"]),
+            container=resize.get("container"),
+        ) if resize else None,
+    )
+
+
 def finding_from_jsonable(data: Mapping[str, Any]) -> Finding:
     """Inverse of ``to_jsonable`` for a Finding (derived keys such as ``usd_per_day`` are ignored).
 
@@ -652,7 +688,7 @@ def finding_from_jsonable(data: Mapping[str, Any]) -> Finding:
     d["detected_at"] = parse_time(d["detected_at"])
     if d.get("action"):
         a = d["action"]
-        d["action"] = ProposedAction(ActionVerb(a["verb"]), ObjectRef(**a["target"]), a["summary"])
+        d["action"] = action_from_jsonable(a)
     if d.get("job"):
         d["job"] = ObjectRef(**d["job"])
     # Findings stored before policies per team carry no handling: they were made under "ask".

@@ -20,6 +20,9 @@ Each verb is a JSON merge patch (RFC 7386):
   Service; kserve v0.20.0 pkg/constants StopAnnotationKey). ``minReplicas: 0`` is not used: with
   the HPA autoscaler KServe clamps it to 1. Undo puts back the annotation's earlier value, or
   removes it.
+- ``RESIZE_GPUS``: Notebook (kubeflow.org/v1) or StatefulSet/Deployment (apps/v1): one pod
+  template container's GPU resources swapped for the advised ones (:mod:`actions.resize`, which
+  refuses when they are no longer what the advice saw); undo puts back the values that were there.
 - ``STOP_JUPYTER_SERVER``: no Kubernetes object; ``current`` is the Hub's server model
   (``{"running": bool, "user_options": {...}}``) and the "patch" is the Hub request to send:
   ``{"stop": true}`` (DELETE) or ``{"start": {"user_options": ...}}`` (POST), so Restore starts
@@ -51,6 +54,7 @@ from actions.model import (
     ProposedAction,
     format_time,
 )
+from actions.resize import StaleAdvice, plan_resize_apply, plan_resize_restore
 
 STOPPED_ANNOTATION = "kubeflow-resource-stopped"
 REPLICAS_ANNOTATION = "gpu-cost-bot/replicas-before-stop"
@@ -61,13 +65,18 @@ class ExecutorError(Exception):
     """An action could not be applied or restored. ``target`` is the object; ``status`` the HTTP
     status when the API server refused (0 otherwise). ``uncertain``: the patch was sent and no
     answer came (a timeout, a dropped connection, a server error), so it may still land; the
-    target must be read back before the outcome is known."""
+    target must be read back before the outcome is known. ``stale``: the target no longer is what
+    the action was proposed from (right-sizing advice whose GPU request changed): nothing was sent."""
 
-    def __init__(self, message: str, target: ObjectRef | None = None, status: int = 0, *, uncertain: bool = False):
+    def __init__(
+        self, message: str, target: ObjectRef | None = None, status: int = 0, *, uncertain: bool = False,
+        stale: bool = False,
+    ):
         super().__init__(message)
         self.target = target
         self.status = status
         self.uncertain = uncertain
+        self.stale = stale
 
 
 def _ref_json(target: ObjectRef) -> dict:
@@ -96,6 +105,9 @@ def check_target(action: ProposedAction) -> None:
         and t.api_version == JUPYTER_SERVER_API_VERSION
         and "/" in t.name,
         ActionVerb.DELETE_NODECLAIM: t.kind == "NodeClaim" and group == KARPENTER_GROUP and not t.namespace,
+        ActionVerb.RESIZE_GPUS: action.resize is not None
+        and ((t.kind in ("StatefulSet", "Deployment") and t.api_version == "apps/v1")
+             or (t.kind == "Notebook" and t.api_version == f"{KUBEFLOW_GROUP}/v1")),
     }[action.verb]
     cluster_scoped = action.verb is ActionVerb.DELETE_NODECLAIM
     if not ok or not t.name or not (t.namespace or cluster_scoped):
@@ -176,6 +188,13 @@ def plan_apply(action: ProposedAction, current: Mapping[str, Any], now: datetime
             return None, undo
         undo["stop_before"] = value
         return {"metadata": {"annotations": {KSERVE_STOP_ANNOTATION: "true"}}}, undo
+    if action.verb is ActionVerb.RESIZE_GPUS:
+        try:
+            return plan_resize_apply(action, current, undo), undo
+        except StaleAdvice as e:
+            raise ExecutorError(str(e), action.target, stale=True) from e
+        except ValueError as e:
+            raise ExecutorError(str(e), action.target) from e
     if action.verb is ActionVerb.STOP_JUPYTER_SERVER:
         undo["user_options"] = current.get("user_options") or {}
         if not current.get("running"):
@@ -260,6 +279,11 @@ def plan_restore(action: ProposedAction, undo: Mapping[str, Any], current: Mappi
         if value is None or value.lower() != "true":
             return None
         return {"metadata": {"annotations": {KSERVE_STOP_ANNOTATION: undo.get("stop_before")}}}
+    if action.verb is ActionVerb.RESIZE_GPUS:
+        try:
+            return plan_resize_restore(action, undo, current)
+        except ValueError as e:
+            raise ExecutorError(str(e), action.target) from e
     if action.verb is ActionVerb.STOP_JUPYTER_SERVER:
         if current.get("running") or current.get("pending"):
             return None

@@ -236,7 +236,10 @@ def scheduled_jobs(rt: Runtime, settings: Settings) -> list[ScheduledJob]:
             ))
     every = settings.advice.post_every_seconds
     if every is not None and rt.advice_setup is not None:
-        posts = advice_jobs.AdviceJob(rt.store, rt.chat, rt.teams, rt.advice)
+        posts = advice_jobs.AdviceJob(
+            rt.store, rt.chat, rt.teams, rt.advice, propose=Proposals(rt).propose_advice,
+            window_seconds=settings.advice.window_seconds,
+        )
         jobs.append(ScheduledJob(advice_jobs.JOB_ID, _every(every), posts.scheduled))
     aws = settings.prices.aws
     if aws.enabled:

@@ -36,7 +36,7 @@ from typer.testing import CliRunner
 
 from actions.executors import KubernetesWriter
 from actions.lease import LeaseClient, LeaseRecord
-from actions.model import ActionVerb, ObjectRef, ProposedAction
+from actions.model import ActionVerb, GpuResize, ObjectRef, ProposedAction
 from actions.sources.kubernetes import KubernetesSource
 from bot.cli import app as cli_app
 from bot.settings import Settings, load_settings
@@ -376,7 +376,12 @@ EXECUTOR_TARGETS = [
     (ActionVerb.SUSPEND_RAYCLUSTER, ObjectRef("ray.io/v1", "RayCluster", shapes.NS, "interactive")),
     (ActionVerb.STOP_INFERENCE_SERVICE, ObjectRef("serving.kserve.io/v1beta1", "InferenceService", shapes.NS, "llama")),
     (ActionVerb.DELETE_NODECLAIM, ObjectRef("karpenter.sh/v1", "NodeClaim", "", "claim-spot-1")),
+    (ActionVerb.RESIZE_GPUS, _target(ActionVerb.STOP_NOTEBOOK, "kubeflow.org/v1")),
+    (ActionVerb.RESIZE_GPUS, ObjectRef("apps/v1", "Deployment", "serving", "chat-api")),
+    (ActionVerb.RESIZE_GPUS, _target(ActionVerb.SCALE_TO_ZERO, "apps/v1")),
 ]
+# The right-sizing the RESIZE_GPUS targets above get: their one container's whole GPU to a MIG slice.
+TO_MIG = GpuResize(before=(("nvidia.com/gpu", 1),), after=(("nvidia.com/mig-1g.10gb", 1),))
 NOT_KUBERNETES = {ActionVerb.STOP_JUPYTER_SERVER}
 
 
@@ -416,7 +421,8 @@ def api_calls() -> dict[str, set[Call]]:
     with FakeKubeApi(everything) as fake:
         writer = KubernetesWriter(fake.api_client())
         for verb, target in EXECUTOR_TARGETS:
-            action = ProposedAction(verb=verb, target=target, summary=f"{verb.value} {target}")
+            resize = TO_MIG if verb is ActionVerb.RESIZE_GPUS else None
+            action = ProposedAction(verb=verb, target=target, summary=f"{verb.value} {target}", resize=resize)
             undo = writer.apply(action, NOW)
             if verb.restorable:  # a deleted NodeClaim has nothing to restore
                 writer.restore(action, undo, NOW)

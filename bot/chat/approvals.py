@@ -24,6 +24,7 @@ from datetime import datetime, timedelta
 
 import sqlalchemy.exc
 
+from actions.advice_request import RIGHT_SIZE
 from actions.model import ActionVerb, to_jsonable
 from actions.patches import ExecutorError
 from actions.store import ActionRequest, RequestState
@@ -191,7 +192,11 @@ class Approvals:
         started = time.monotonic() if started is None else started
         request_id, finding = req.id, finding_of(req)
         try:
-            fresh = {f.key: f for f in self.rt.detect(now, cluster=req.cluster)}.get(req.key)
+            # Right-sizing is re-checked by the executor itself: it reads the target and plans the
+            # patch only while its GPU request is what the advice saw (actions.resize).
+            fresh = finding if req.kind == RIGHT_SIZE else {
+                f.key: f for f in self.rt.detect(now, cluster=req.cluster)
+            }.get(req.key)
         except Exception as e:  # noqa: BLE001 - any source failure must leave the request decided, not stuck
             self._count_failure(req.verb, "recheck", e)
             self._settle(
@@ -234,6 +239,12 @@ class Approvals:
             self._count_failure(req.verb, "apply", e)
             if isinstance(e, ExecutorError) and e.uncertain:
                 return self._uncertain(request_id, e)
+            if isinstance(e, ExecutorError) and e.stale:
+                self._settle(
+                    request_id, "approved", "superseded", now, event="superseded",
+                    detail={"reason": "stale advice", "error": str(e)}, note=f"Re-checked at {short_time(now)}: {e}",
+                )
+                return Outcome(False, f"Request #{request_id}: the advice no longer holds; nothing was changed.")
             self._settle(
                 request_id, "approved", "failed", now, event="apply-failed", detail={"error": str(e)},
                 note=f"Failed: {e}",

@@ -22,10 +22,12 @@ import logging
 from datetime import datetime, timedelta
 
 from actions import store_bulk
+from actions.advice_request import RIGHT_SIZE
 from actions.model import finding_from_jsonable
 from actions.store import ActionRequest
 from bot.chat import ChatError, Message, MessageRef
 from bot.chat.blocks.proposals import RequestStatus, proposal_message
+from bot.chat.blocks.right_size import right_size_message
 from bot.chat.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -55,7 +57,11 @@ def render(req: ActionRequest, now: datetime | None = None) -> Message:
         id=req.id, state=req.state, dry_run=req.dry_run, expires_at=req.expires_at, until=req.until,
         decided_by=req.decided_by, decided_at=req.decided_at, note=req.note, act_at=req.act_at, now=now,
     )
-    message = proposal_message(finding_from_jsonable(json.loads(req.finding_json)), status)
+    finding = finding_from_jsonable(json.loads(req.finding_json))
+    if finding.kind == RIGHT_SIZE:
+        message = right_size_message(finding, status)
+    else:
+        message = proposal_message(finding, status)
     return dataclasses.replace(message, metadata={"event_type": EVENT_TYPE, "event_payload": {"request_id": req.id}})
 
 

@@ -28,8 +28,10 @@ from collections.abc import Collection
 from datetime import datetime, timedelta
 
 from actions import store_bulk
+from actions.advice_model import Recommendation
+from actions.advice_request import RIGHT_SIZE, advice_finding
 from actions.model import Finding, finding_from_jsonable, to_jsonable
-from actions.patches import plan_apply, plan_restore
+from actions.patches import ExecutorError, plan_apply, plan_restore
 from actions.store import ActionRequest, RequestState, new_request
 from bot.chat.blocks import duration, short_time
 from bot.chat.messages import MessageSync
@@ -83,7 +85,12 @@ def settle_outcome(req: ActionRequest, current: dict | None, now: datetime, why:
                 return None
             return "failed", f"{why} before acting; {action.target} is still there. Approve it again when re-proposed.", detail
         if current is not None:
-            patch, undo = plan_apply(action, current, now)
+            try:
+                patch, undo = plan_apply(action, current, now)
+            except ExecutorError as e:
+                if not e.stale:
+                    raise
+                patch, undo = {}, {}  # right-sizing whose GPU request changed: not applied, never will be
             if patch is None:
                 detail["undo"] = undo
                 return "done", f"{why} while acting; the cluster shows it done: {action.summary}.", detail
@@ -174,11 +181,14 @@ class Proposals:
         for req in store.due_to_wake(now):
             if unseen(req):
                 continue
-            f = by_key.get(req.key)
+            # A denied right-sizing is not asked again by a sweep: the advice job asks again when
+            # the advice changes (propose_advice).
+            f = None if req.kind == RIGHT_SIZE else by_key.get(req.key)
             if f is None:
                 done = store.transition(
                     req.id, from_states=[req.state], to_state="superseded", now=now, actor=SYSTEM,
-                    event="superseded", note="No longer idle.",
+                    event="superseded",
+                    note="Asked again when the advice changes." if req.kind == RIGHT_SIZE else "No longer idle.",
                 )
             else:
                 done = store.transition(
@@ -193,7 +203,7 @@ class Proposals:
                 self.refresh_message(done, now)
 
         for req in store.list_requests(states=["proposed"]):
-            if req.key not in by_key and not unseen(req):
+            if req.key not in by_key and not unseen(req) and req.kind != RIGHT_SIZE:
                 done = store.transition(
                     req.id, from_states=["proposed"], to_state="superseded", now=now, actor=SYSTEM,
                     event="superseded", note=f"No longer idle at {short_time(now)}.",
@@ -230,6 +240,26 @@ class Proposals:
         counts["updated"] += len(updated)
         self.refresh_messages([r.id for r in created] + updated, now)
         return counts
+
+    def propose_advice(self, recs: Collection[Recommendation], now: datetime, window_seconds: float) -> list[int]:
+        """Make a ``right-size`` request, posted to its team's approvers with Approve/Deny, of each
+        recommendation in ``recs`` that carries an action (:attr:`Recommendation.action`) and
+        holds no open request yet; advice only is left to the advice post. Returns the ids made.
+        The sweeps leave these requests alone; they expire after the policy's request TTL."""
+        findings = {r.key: advice_finding(r, now, window_seconds) for r in recs if r.action is not None}
+        held = store_bulk.open_for_keys(self.rt.store, findings)
+        new = [
+            new_request(
+                key=f.key, team=f.team, kind=f.kind, namespace=f.namespace, name=f.name,
+                verb=f.action.verb.value, target=f.action.target, finding_json=json.dumps(to_jsonable(f)),
+                usd_per_hour=f.usd_per_hour, gpus=f.gpus, dry_run=self.rt.dry_run, now=now,
+                ttl_seconds=f.handling.request_ttl_seconds, cluster=f.cluster,
+            )
+            for f in findings.values() if f.key not in held and f.action is not None
+        ]
+        created = store_bulk.create_requests(self.rt.store, new, now)
+        self.refresh_messages([r.id for r in created], now)
+        return [r.id for r in created]
 
     # --- actions whose outcome is unknown -----------------------------------------------------
 

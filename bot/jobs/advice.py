@@ -39,14 +39,19 @@ class AdviceJob:
     chat: Chat
     teams: TeamDirectory
     advice: AdviceFn
+    # Makes right-sizing advice that a patch can apply into requests for the team's approvers
+    # (Proposals.propose_advice); None: advice is posted only.
+    propose: Callable[[list, datetime, float], list[int]] | None = None
+    window_seconds: float = 7 * 86400
 
     def run(self, now: datetime) -> dict[str, int]:
         """Post every team's advice not posted before. Returns counts: ``posted`` (advice in
         messages sent), ``repeated`` (claimed before: unchanged), ``no-channel`` (a team without
-        a channel and no default). Raises what the advice sources raise; a post that fails is
+        a channel and no default), ``requests`` (right-sizing requests made with Approve/Deny for the
+        team's approvers). Raises what the advice sources raise; a post that fails is
         logged and its advice stays claimed (it may have been shown)."""
         result = self.advice(now, None)
-        counts = {"posted": 0, "repeated": 0, "no-channel": 0}
+        counts = {"posted": 0, "repeated": 0, "no-channel": 0, "requests": 0}
         by_team: dict[str, list] = {}
         for r in result.recommendations:
             by_team.setdefault(r.team, []).append(r)
@@ -65,6 +70,8 @@ class AdviceJob:
                 log.exception("advice for team %s could not be posted to %s", team, channel)
                 continue
             counts["posted"] += len(fresh)
+            if self.propose is not None:
+                counts["requests"] += len(self.propose([r for r in fresh if r.action], now, self.window_seconds))
         return counts
 
     def scheduled(self, scheduled_at: datetime) -> None:

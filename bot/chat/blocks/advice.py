@@ -33,6 +33,10 @@ def recommendation_blocks(r: Recommendation) -> list[dict]:
     prices = [f"{plain(p.capacity_type.value)} {plain(p.source)}" + (f", as of {plain(p.as_of)}" if p.as_of else "")
               for p in r.prices]
     notes = [plain(n) for n in r.notes]
+    if r.action is not None:
+        # Which advice a button can carry out, so nobody hand-edits what an Approve would patch.
+        notes.append("Apply: the team's approvers get a request with Approve/Deny (patches the pod template; "
+                     "Restore puts back what was there)")
     return [section("\n".join(lines)), context("Prices: " + " | ".join(prices), *notes)]
 
 

@@ -1,0 +1,50 @@
+"""Right-sizing advice as an ActionRequest's finding: what an approver's Apply acts on. Pure.
+
+The request machinery (store, messages, Approve/Restore) is keyed and rendered by a
+:class:`~actions.model.Finding`; advice that carries a ``RESIZE_GPUS`` action becomes one of kind
+``right-size``, with the advised change as its action, the monthly saving as its dollars and the
+advice's evidence as notes. Its re-check at Approve is the executor's own read of the target:
+the change is planned only while the container's GPU request is what the advice saw.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from actions.advice_model import HOURS_PER_MONTH, Recommendation
+from actions.model import Finding
+
+RIGHT_SIZE = "right-size"
+
+
+def advice_finding(rec: Recommendation, now: datetime, window_seconds: float, cluster: str = "") -> Finding:
+    """The finding a right-sizing request of ``rec`` carries, made at ``now`` over the advice
+    window (``window_seconds``, seconds). ``usd_per_hour`` is the saving per hour (USD, the
+    monthly saving / 730 h); ``gpus`` the whole GPUs the pod template requests now. Raises
+    ValueError when ``rec`` has no action (advice only) or no price."""
+    action = rec.action
+    if action is None or rec.resize is None or not rec.prices:
+        raise ValueError(f"{rec.key}: advice only, no change an Apply button can make")
+    gpus = float(sum(n for k, n in rec.resize.before if k == "nvidia.com/gpu"))
+    saving = rec.saving_usd_per_month or 0.0
+    return Finding(
+        kind=RIGHT_SIZE,
+        key=rec.key,
+        namespace=rec.namespace,
+        name=action.target.name,
+        team=rec.team,
+        consumer_kind=action.target.kind,
+        pods=(),
+        node=None,
+        gpus=gpus,
+        gpu_model="",
+        idle_seconds=0.0,
+        usd_per_hour=saving / HOURS_PER_MONTH,
+        price=rec.prices[0],
+        evidence=(),
+        detected_at=now,
+        window_seconds=window_seconds,
+        action=action,
+        notes=(f"Change: {rec.change}", *(f"{name}: {value}" for name, value in rec.evidence), *rec.notes),
+        cluster=cluster,
+    )

@@ -1,0 +1,35 @@
+"""The Block Kit of a right-sizing request: the advised change to a Notebook's or Deployment's
+GPUs, what it saves, its evidence, and the approvers' Approve/Deny (Restore once done). Pure."""
+
+from __future__ import annotations
+
+from actions.model import Finding
+from bot.chat import Message
+from bot.chat.blocks import context, header, plain, section, usd
+from bot.chat.blocks.proposals import APPROVE, DENY, RESTORE, RequestStatus, buttons_for, status_line
+
+
+def right_size_message(f: Finding, status: RequestStatus) -> Message:
+    """The message for one ``right-size`` request (:func:`actions.advice_request.advice_finding`):
+    ``f.usd_per_hour`` is the saving (USD per hour), ``f.action`` the change Approve makes."""
+    assert f.action is not None  # advice_finding makes right-size findings only with an action
+    title = f"Right-size GPUs: {f.consumer_kind} {f.namespace}/{f.name}"
+    saving = f"saves {usd(f.usd_per_hour * 730)}/month" if f.usd_per_hour else "saving unknown"
+    price = f.price
+    blocks: list[dict] = [
+        header(title),
+        section(f"*{plain(f.action.summary)}*: {saving}\n" + "\n".join(f"• {plain(n)}" for n in f.notes)),
+        context(
+            f"Price {usd(price.usd_per_gpu_hour)}/GPU-hour from {plain(price.source)}"
+            f"{', as of ' + plain(price.as_of) if price.as_of else ''}. Approve patches its pod template only "
+            f"while its GPU request is still what the advice saw; Restore puts back what was there. "
+            f"Request #{status.id}{' · DRY RUN: the cluster will not be changed' if status.dry_run else ''}"
+        ),
+        section(status_line(status).replace("no longer idle", "the advice no longer holds")),
+    ]
+    # Approve, Deny and Restore only: snoozing or exempting advice means nothing a sweep wakes.
+    buttons = [b for b in buttons_for(status, has_action=True, restorable=True)
+               if b["action_id"] in (APPROVE, DENY, RESTORE)]
+    if buttons:
+        blocks.append({"type": "actions", "block_id": f"request-{status.id}", "elements": buttons})
+    return Message(text=f"{plain(title)}: {plain(f.action.summary)}, {saving}", blocks=blocks)

@@ -1,0 +1,351 @@
+"""Right-sizing advice applied and restored (ActionVerb.RESIZE_GPUS): the real kubernetes client
+patching the wire-level fake API server (tests/fakes/kube_api.py).
+
+Upstream shapes: the Kubeflow Notebook keeps its pod template at ``spec.template.spec.containers``
+(kubeflow/kubeflow components/notebook-controller api/v1 notebook_types.go, NotebookSpec.Template);
+a Deployment's at the same path (apps/v1). GPUs are the extended resources ``nvidia.com/gpu`` and,
+with the NVIDIA device plugin's MIG strategy ``mixed``, ``nvidia.com/mig-1g.10gb`` (one per MIG
+profile), set in ``resources.limits`` and, when listed, equal in ``resources.requests``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from actions.advice import advise_consumer
+from actions.advice_model import AdvicePolicy, ConsumerUsage
+from actions.advising import AdviceResult
+from actions.executors import ExecutorError, KubernetesWriter
+from actions.model import (
+    ActionVerb,
+    CapacityType,
+    GpuResize,
+    ObjectRef,
+    ProposedAction,
+    action_from_jsonable,
+    to_jsonable,
+)
+from actions.patches import check_target, merge_patch, plan_apply, plan_restore
+from actions.prices import PriceBook, PriceCatalog
+from bot.chat.approvals import Approvals
+from bot.chat.proposals import Proposals, settle_outcome
+from bot.jobs.advice import AdviceJob
+from tests.databases import *  # noqa: F403
+from tests.fakes.kube_api import FakeKubeApi
+from tests.fakes.slack_api import FakeSlack
+from tests.test_approvals import APPROVER, CHANNEL, OTHER, buttons, make_runtime
+
+DUMP = json.loads((Path(__file__).resolve().parent.parent / "bot" / "demo_data" / "cluster.json").read_bytes())
+NOW = datetime(2026, 11, 20, 12, 5, tzinfo=timezone.utc)
+
+NOTEBOOK = ObjectRef("kubeflow.org/v1", "Notebook", "ml-research", "llm-explore")
+CHAT = ObjectRef("apps/v1", "Deployment", "serving", "chat-api")
+TRAIN = ObjectRef("apps/v1", "Deployment", "ml-research", "finetune-server")
+MIG = GpuResize(before=(("nvidia.com/gpu", 1),), after=(("nvidia.com/mig-1g.10gb", 1),))
+FEWER = GpuResize(before=(("nvidia.com/gpu", 4),), after=(("nvidia.com/gpu", 2),), container="trainer")
+
+
+def four_gpu_deployment() -> dict:
+    """Limits only for the GPUs (requests default to them), and a sidecar without GPUs."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "finetune-server", "namespace": "ml-research", "resourceVersion": "500"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "finetune-server"}},
+            "template": {
+                "metadata": {"labels": {"app": "finetune-server"}},
+                "spec": {
+                    "containers": [
+                        {"name": "trainer", "image": "trainer:1",
+                         "resources": {"limits": {"nvidia.com/gpu": "4", "memory": "64Gi"},
+                                       "requests": {"cpu": "8"}}},
+                        {"name": "log-shipper", "image": "fluent-bit:3", "resources": {"limits": {"memory": "128Mi"}}},
+                    ]
+                },
+            },
+        },
+    }
+
+
+def resize(target: ObjectRef, change: GpuResize) -> ProposedAction:
+    return ProposedAction(ActionVerb.RESIZE_GPUS, target, f"resize {target}", change)
+
+
+def containers(fake: FakeKubeApi, kind: str, ns: str, name: str) -> list[dict]:
+    return fake.get(kind, ns, name)["spec"]["template"]["spec"]["containers"]
+
+
+@pytest.fixture
+def fake():
+    with FakeKubeApi(DUMP["items"] + [four_gpu_deployment()]) as server:
+        yield server
+
+
+@pytest.fixture
+def writer(fake):
+    return KubernetesWriter(fake.api_client())
+
+
+def test_mig_on_a_notebook_swaps_the_whole_gpu_for_a_slice_and_restore_puts_it_back(fake, writer):
+    before = copy.deepcopy(fake.get("Notebook", "ml-research", "llm-explore"))
+    undo = writer.apply(resize(NOTEBOOK, MIG), NOW)
+    resources = containers(fake, "Notebook", "ml-research", "llm-explore")[0]["resources"]
+    assert resources == {
+        "limits": {"memory": "32Gi", "nvidia.com/mig-1g.10gb": "1"},
+        "requests": {"cpu": "4", "memory": "32Gi", "nvidia.com/mig-1g.10gb": "1"},
+    }
+    patch = [r for r in fake.requests if r.method == "PATCH"][-1]
+    assert patch.content_type == "application/merge-patch+json"
+    assert patch.body["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    writer.restore(resize(NOTEBOOK, MIG), undo, NOW)
+    after = fake.get("Notebook", "ml-research", "llm-explore")
+    assert after["spec"] == before["spec"]
+
+
+def test_mig_on_a_deployment_and_back(fake, writer):
+    before = copy.deepcopy(fake.get("Deployment", "serving", "chat-api")["spec"])
+    undo = writer.apply(resize(CHAT, MIG), NOW)
+    limits = containers(fake, "Deployment", "serving", "chat-api")[0]["resources"]["limits"]
+    assert limits["nvidia.com/mig-1g.10gb"] == "1" and "nvidia.com/gpu" not in limits
+    writer.restore(resize(CHAT, MIG), undo, NOW)
+    assert fake.get("Deployment", "serving", "chat-api")["spec"] == before
+
+
+def test_fewer_gpus_keeps_requests_absent_and_other_containers_untouched(fake, writer):
+    before = copy.deepcopy(fake.get("Deployment", "ml-research", "finetune-server")["spec"])
+    undo = writer.apply(resize(TRAIN, FEWER), NOW)
+    trainer, shipper = containers(fake, "Deployment", "ml-research", "finetune-server")
+    assert trainer["resources"] == {"limits": {"nvidia.com/gpu": "2", "memory": "64Gi"}, "requests": {"cpu": "8"}}
+    assert shipper == before["template"]["spec"]["containers"][1]
+    assert undo == {
+        "verb": "resize-gpus",
+        "target": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "ml-research", "name": "finetune-server"},
+        "container": "trainer",
+        "before": {"limits": {"nvidia.com/gpu": "4"}, "requests": {"nvidia.com/gpu": None}},
+    }
+    writer.restore(resize(TRAIN, FEWER), undo, NOW)
+    assert fake.get("Deployment", "ml-research", "finetune-server")["spec"] == before
+
+
+def test_applying_twice_is_idempotent_and_restoring_twice_is_a_no_op(fake, writer):
+    first = writer.apply(resize(TRAIN, FEWER), NOW)
+    second = writer.apply(resize(TRAIN, FEWER), NOW)
+    assert first == second
+    writer.restore(resize(TRAIN, FEWER), first, NOW)
+    fake.clear_requests()
+    writer.restore(resize(TRAIN, FEWER), first, NOW)
+    assert {r.method for r in fake.requests} == {"GET"}
+
+
+def test_apply_refuses_when_the_request_is_no_longer_what_the_advice_saw(fake, writer):
+    stale = GpuResize(before=(("nvidia.com/gpu", 8),), after=(("nvidia.com/gpu", 2),), container="trainer")
+    with pytest.raises(ExecutorError, match=r"now requests nvidia.com/gpu: 4, not the nvidia.com/gpu: 8 .*no longer holds"):
+        writer.apply(resize(TRAIN, stale), NOW)
+    assert not [r for r in fake.requests if r.method == "PATCH"]
+
+
+def test_restore_keeps_a_size_someone_set_since(fake, writer):
+    undo = writer.apply(resize(TRAIN, FEWER), NOW)
+    obj = fake.get("Deployment", "ml-research", "finetune-server")
+    obj["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "3"
+    fake.add(obj)
+    fake.clear_requests()
+    writer.restore(resize(TRAIN, FEWER), undo, NOW)
+    assert not [r for r in fake.requests if r.method == "PATCH"]
+    trainer = containers(fake, "Deployment", "ml-research", "finetune-server")[0]
+    assert trainer["resources"]["limits"]["nvidia.com/gpu"] == "3"
+
+
+def test_the_patch_carries_the_resource_version_it_was_planned_from():
+    obj = four_gpu_deployment()
+    assert plan_apply(resize(TRAIN, FEWER), obj, NOW)[0]["metadata"] == {"resourceVersion": "500"}
+
+
+def test_resize_needs_a_change_and_a_pod_template_kind():
+    with pytest.raises(ExecutorError, match="cannot resize-gpus"):
+        check_target(ProposedAction(ActionVerb.RESIZE_GPUS, TRAIN, "no change"))
+    with pytest.raises(ExecutorError, match="cannot resize-gpus"):
+        check_target(resize(ObjectRef("ray.io/v1", "RayCluster", "ml", "rc"), MIG))
+
+
+def test_two_gpu_containers_without_a_name_is_refused():
+    obj = four_gpu_deployment()
+    second = copy.deepcopy(obj["spec"]["template"]["spec"]["containers"][0])
+    second["name"] = "trainer-2"
+    obj["spec"]["template"]["spec"]["containers"].append(second)
+    unnamed = GpuResize(before=FEWER.before, after=FEWER.after)
+    with pytest.raises(ExecutorError, match="2 containers of its pod template request GPUs"):
+        plan_apply(resize(TRAIN, unnamed), obj, NOW)
+
+
+def test_an_undo_record_without_the_resources_is_a_clear_error():
+    obj = four_gpu_deployment()
+    with pytest.raises(ExecutorError, match="has no container and GPU resources to put back"):
+        plan_restore(resize(TRAIN, FEWER), {"verb": "resize-gpus"}, obj)
+
+
+def test_the_action_round_trips_through_json():
+    action = resize(NOTEBOOK, MIG)
+    assert action_from_jsonable(json.loads(json.dumps(to_jsonable(action)))) == action
+
+
+# --- from advice to the action -----------------------------------------------------------------------
+
+H100 = "NVIDIA H100 80GB HBM3"
+BUNDLED = PriceBook(PriceCatalog.bundled())
+
+
+def usage(**changes) -> ConsumerUsage:
+    base = dict(
+        key="idle-notebook/ml-research/llm-explore", team="research", namespace="ml-research",
+        consumer_kind="Notebook", name="llm-explore", role="notebook", pods=("llm-explore-0",), whole_gpus=1,
+        gpus=1.0, gpu_model=H100, instance_type="p5.48xlarge", capacity=CapacityType.ON_DEMAND,
+        window_seconds=7 * 86400, gpu_hours=168.0, peak_fb_mib=6000, peak_engine_pct=9, busy_gpus=1,
+        target=NOTEBOOK,
+    )
+    base.update(changes)
+    return ConsumerUsage(**base)
+
+
+def test_mig_advice_on_a_notebook_carries_the_action_that_applies_it(fake, writer):
+    [r] = [r for r in advise_consumer(usage(), BUNDLED, AdvicePolicy()) if r.kind == "mig"]
+    assert r.action == ProposedAction(
+        ActionVerb.RESIZE_GPUS, NOTEBOOK, r.summary,
+        GpuResize(before=(("nvidia.com/gpu", 1),), after=(("nvidia.com/mig-1g.10gb", 1),)),
+    )
+    writer.apply(r.action, NOW)
+    limits = containers(fake, "Notebook", "ml-research", "llm-explore")[0]["resources"]["limits"]
+    assert limits["nvidia.com/mig-1g.10gb"] == "1" and "nvidia.com/gpu" not in limits
+
+
+def test_fewer_gpus_advice_on_a_one_pod_deployment_is_applicable_and_on_replicas_is_advice_only():
+    one_pod = usage(consumer_kind="Deployment", name="finetune-server", role="serving", pods=("finetune-server-7c9-x",),
+                    whole_gpus=4, gpus=4.0, peak_fb_mib=70000, peak_engine_pct=99, busy_gpus=2, target=TRAIN)
+    [r] = [r for r in advise_consumer(one_pod, BUNDLED, AdvicePolicy()) if r.kind == "fewer-gpus"]
+    assert r.action.resize == GpuResize(before=(("nvidia.com/gpu", 4),), after=(("nvidia.com/gpu", 2),))
+    spread = usage(consumer_kind="Deployment", name="finetune-server", role="serving", pods=("a", "b"),
+                   whole_gpus=4, gpus=4.0, peak_fb_mib=70000, peak_engine_pct=99, busy_gpus=2, target=TRAIN)
+    [r] = [r for r in advise_consumer(spread, BUNDLED, AdvicePolicy()) if r.kind == "fewer-gpus"]
+    assert r.action is None and "fewer pods or fewer GPUs each" in r.change
+
+
+def test_advice_on_a_kind_without_a_pod_template_patch_is_advice_only():
+    job_target = ObjectRef("batch/v1", "Job", "ml-research", "train")
+    recs = advise_consumer(usage(consumer_kind="Job", role="job", target=job_target), BUNDLED, AdvicePolicy())
+    assert [r.kind for r in recs if r.kind == "mig"] == ["mig"]
+    assert all(r.action is None for r in recs)
+
+
+# --- the request, its buttons and the re-check: real stores, Slack at the wire, the demo cluster ----
+
+WEEK = 7 * 86400
+
+
+@pytest.fixture
+def slack():
+    with FakeSlack() as server:
+        yield server
+
+
+def test_mig_advice_becomes_a_request_that_an_approver_applies_and_restores(database_url, slack):
+    rt = make_runtime(database_url, slack)
+    [rec] = [r for r in advise_consumer(usage(), BUNDLED, AdvicePolicy()) if r.kind == "mig"]
+    [request_id] = Proposals(rt).propose_advice([rec], rt.clock(), WEEK)
+    assert Proposals(rt).propose_advice([rec], rt.clock(), WEEK) == []  # one open request per advice
+    req = rt.store.get(request_id)
+    assert (req.kind, req.verb, req.team) == ("right-size", "resize-gpus", "research")
+    message = slack.messages(CHANNEL)[req.message_ts]
+    assert buttons(message) == ["gpu_approve", "gpu_deny"]
+    assert "Right-size GPUs: Notebook ml-research/llm-explore" in message["text"]
+    assert "nvidia.com/mig-1g.10gb" in json.dumps(message["blocks"])
+
+    approvals = Approvals(rt)
+    assert not approvals.approve(request_id, OTHER).ok  # only the team's approvers
+    assert approvals.approve(request_id, APPROVER).ok
+    nb = rt.cluster.get("Notebook", "ml-research", "llm-explore")
+    limits = nb["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert limits == {"memory": "32Gi", "nvidia.com/mig-1g.10gb": "1"}
+    assert rt.store.get(request_id).state == "done"
+    assert buttons(slack.messages(CHANNEL)[req.message_ts]) == ["gpu_restore"]
+
+    assert approvals.restore(request_id, APPROVER).ok
+    nb = rt.cluster.get("Notebook", "ml-research", "llm-explore")
+    assert nb["spec"]["template"]["spec"]["containers"][0]["resources"] == {
+        "limits": {"memory": "32Gi", "nvidia.com/gpu": "1"},
+        "requests": {"cpu": "4", "memory": "32Gi", "nvidia.com/gpu": "1"},
+    }
+    assert rt.store.get(request_id).state == "restored"
+
+
+def test_a_sweep_leaves_a_right_sizing_request_open(database_url, slack):
+    rt = make_runtime(database_url, slack)
+    [rec] = [r for r in advise_consumer(usage(), BUNDLED, AdvicePolicy()) if r.kind == "mig"]
+    [request_id] = Proposals(rt).propose_advice([rec], rt.clock(), WEEK)
+    Proposals(rt).reconcile([], rt.clock())
+    assert rt.store.get(request_id).state == "proposed"
+    assert Approvals(rt).deny(request_id, APPROVER).ok
+    rt.clock.now += timedelta(days=2)  # past the deny cooldown: closed, so changed advice can ask again
+    Proposals(rt).reconcile([], rt.clock())
+    req = rt.store.get(request_id)
+    assert req.state == "superseded" and req.note == "Asked again when the advice changes."
+    assert Proposals(rt).propose_advice([rec], rt.clock(), WEEK) != []
+
+
+def test_approve_of_advice_made_from_another_gpu_request_changes_nothing(database_url, slack):
+    rt = make_runtime(database_url, slack)
+    # Advice made when the Notebook held 4 GPUs (2 to spare); it holds 1 now.
+    four = usage(whole_gpus=4, gpus=4.0, peak_fb_mib=70000, peak_engine_pct=99, busy_gpus=2)
+    [rec] = [r for r in advise_consumer(four, BUNDLED, AdvicePolicy()) if r.kind == "fewer-gpus"]
+    [request_id] = Proposals(rt).propose_advice([rec], rt.clock(), WEEK)
+    before = copy.deepcopy(rt.cluster.get("Notebook", "ml-research", "llm-explore"))
+    outcome = Approvals(rt).approve(request_id, APPROVER)
+    assert not outcome.ok and "no longer holds" in outcome.message
+    req = rt.store.get(request_id)
+    assert req.state == "superseded" and "nvidia.com/gpu: 1, not the nvidia.com/gpu: 4" in req.note
+    assert rt.cluster.get("Notebook", "ml-research", "llm-explore")["spec"] == before["spec"]
+    shown = json.dumps(slack.messages(CHANNEL)[req.message_ts]["blocks"])
+    assert "Closed: the advice no longer holds" in shown and buttons(slack.messages(CHANNEL)[req.message_ts]) == []
+
+
+def test_the_advice_job_posts_the_advice_and_a_request_only_for_what_a_patch_can_apply(database_url, slack):
+    rt = make_runtime(database_url, slack)
+    [mig] = [r for r in advise_consumer(usage(), BUNDLED, AdvicePolicy()) if r.kind == "mig"]
+    job_target = ObjectRef("batch/v1", "Job", "ml-research", "train")
+    other = usage(key="idle-workload/ml-research/Job/train", consumer_kind="Job", name="train", role="job",
+                  target=job_target)
+    [advice_only] = [r for r in advise_consumer(other, BUNDLED, AdvicePolicy()) if r.kind == "mig"]
+    result = AdviceResult(rt.clock(), (mig, advice_only), (), (), 0.0)
+    job = AdviceJob(rt.store, rt.chat, rt.teams, lambda at, team: result,
+                    propose=Proposals(rt).propose_advice, window_seconds=WEEK)
+    assert job.run(rt.clock()) == {"posted": 2, "repeated": 0, "no-channel": 0, "requests": 1}
+    [req] = rt.store.list_requests()
+    assert req.key == mig.key and req.target_kind == "Notebook"
+    posted = [m["text"] for m in slack.messages(CHANNEL).values()]
+    assert any(t.startswith("GPU advice for team research") for t in posted)
+    [advice] = [m for m in slack.messages(CHANNEL).values() if m["text"].startswith("GPU advice")]
+    assert json.dumps(advice["blocks"]).count("Apply: the team's approvers get a request") == 1
+    assert job.run(rt.clock())["requests"] == 0  # unchanged advice: neither posted nor proposed again
+
+
+def test_an_interrupted_right_sizing_is_settled_from_what_the_target_shows(database_url, slack):
+    rt = make_runtime(database_url, slack)
+    four = usage(whole_gpus=4, gpus=4.0, peak_fb_mib=70000, peak_engine_pct=99, busy_gpus=2)
+    [stale] = [r for r in advise_consumer(four, BUNDLED, AdvicePolicy()) if r.kind == "fewer-gpus"]
+    [fits] = [r for r in advise_consumer(usage(), BUNDLED, AdvicePolicy()) if r.kind == "mig"]
+    notebook = rt.cluster.get("Notebook", "ml-research", "llm-explore")
+    for rec, state in ((stale, "failed"), (fits, "failed")):
+        [request_id] = Proposals(rt).propose_advice([rec], rt.clock(), WEEK)
+        req = rt.store.transition(request_id, from_states=["proposed"], to_state="approved", now=rt.clock(),
+                                  actor=APPROVER, event="approved")
+        assert settle_outcome(req, notebook, rt.clock(), "The bot restarted")[0] == state
+    # The MIG change landed before the restart: done, with the undo record read back for Restore.
+    applied = merge_patch(notebook, plan_apply(fits.action, notebook, NOW)[0])
+    state, _, detail = settle_outcome(req, applied, rt.clock(), "The bot restarted")
+    assert state == "done" and detail["undo"]["before"]["limits"]["nvidia.com/gpu"] == "1"
