@@ -189,7 +189,8 @@ class Recommendation:
     ``(name, value as shown)`` pairs; ``prices`` the quotes used, each with its source and
     as-of date. ``target`` is the object a right-sizing patch would change; ``resize`` the
     change an Apply button makes to its pod template (``None``: advice only, the ``change`` is
-    for a person to make).
+    for a person to make); ``cluster`` the cluster of ``clusters:`` it is about (``""``: the only
+    or the first one, as requests store it).
     """
 
     kind: str
@@ -207,6 +208,7 @@ class Recommendation:
     notes: tuple[str, ...] = ()
     target: ObjectRef | None = None
     resize: GpuResize | None = None
+    cluster: str = ""
 
     @property
     def action(self) -> ProposedAction | None:

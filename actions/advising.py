@@ -109,13 +109,17 @@ def fleet_advice(results: Sequence[tuple[str, AdviceResult]], at: datetime) -> A
     """The advice of several clusters as one: ``results`` are ``(cluster name, its advice)``.
     Each recommendation's ``subject`` names its cluster and its ``key`` carries it (so two
     clusters' ``ml/trainer`` are two consumers, and :func:`~actions.advice.could_save` counts
-    overlaps within a cluster only); sorted as :func:`~actions.advice.advise` sorts, highest USD
+    overlaps within a cluster only) and its ``cluster`` is set (``""`` for the first of
+    ``results``, so an Apply acts where the advice was made); sorted as :func:`~actions.advice.advise` sorts, highest USD
     per month saved first. Pure."""
     recs: list[Recommendation] = []
-    for cluster, result in results:
+    for i, (cluster, result) in enumerate(results):
         for r in result.recommendations:
             kind, _, rest = r.key.partition("/")
-            recs.append(replace(r, key=f"{kind}/{cluster}::{rest}", subject=f"{r.subject} in {cluster}"))
+            # An Apply acts on the recommendation's own cluster ("" is the first, as requests store it).
+            recs.append(replace(
+                r, key=f"{kind}/{cluster}::{rest}", subject=f"{r.subject} in {cluster}", cluster="" if i == 0 else cluster,
+            ))
     recs.sort(key=lambda r: (r.saving_usd_per_month is None, -(r.saving_usd_per_month or 0), r.key))
     return AdviceResult(
         at, tuple(recs),

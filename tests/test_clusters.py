@@ -595,3 +595,26 @@ def test_each_cluster_stops_notebooks_through_its_own_hubs(tmp_path, monkeypatch
         config["jupyterhub"]["hubs"][1]["cluster"] = "north"
         with pytest.raises(ConfigError, match="names cluster 'north', which is not one of the clusters \\(east, west\\); write cluster: east"):
             load_settings(_write(tmp_path, yaml.safe_dump(config)))
+
+
+def test_fleet_advice_names_each_piece_s_cluster_so_an_apply_acts_where_the_advice_was_made():
+    from actions.advice_model import Recommendation
+    from actions.advising import AdviceResult, fleet_advice
+    from actions.model import ObjectRef
+
+    def rec(saving: float) -> Recommendation:
+        return Recommendation(
+            kind="mig", key="mig/Notebook/ml/llm-explore", team="research", namespace="ml",
+            subject="Notebook ml/llm-explore", summary="use MIG 1g.10gb", change="nvidia.com/mig-1g.10gb: 1",
+            current_usd_per_month=5022.40, advised_usd_per_month=5022.40 - saving, saving_usd_per_month=saving,
+            evidence=(), prices=(), target=ObjectRef("kubeflow.org/v1", "Notebook", "ml", "llm-explore"),
+        )
+
+    at = datetime(2026, 11, 21, tzinfo=timezone.utc)
+    east = AdviceResult(at, (rec(4304.91),), (), (), 4304.91)
+    west = AdviceResult(at, (rec(4000.00),), (), (), 4000.00)
+    fleet = fleet_advice([("east", east), ("west", west)], at)
+    assert [(r.cluster, r.subject) for r in fleet.recommendations] == [
+        ("", "Notebook ml/llm-explore in east"), ("west", "Notebook ml/llm-explore in west")]
+    # The same Notebook name in two clusters is two consumers: both savings count.
+    assert fleet.could_save_usd_per_month == 8304.91

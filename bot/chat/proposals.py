@@ -246,7 +246,7 @@ class Proposals:
         recommendation in ``recs`` that carries an action (:attr:`Recommendation.action`) and
         holds no open request yet; advice only is left to the advice post. Returns the ids made.
         The sweeps leave these requests alone; they expire after the policy's request TTL."""
-        findings = {r.key: advice_finding(r, now, window_seconds) for r in recs if r.action is not None}
+        findings = {r.key: advice_finding(r, now, window_seconds, r.cluster) for r in recs if r.action is not None}
         held = store_bulk.open_for_keys(self.rt.store, findings)
         new = [
             new_request(
