@@ -29,6 +29,7 @@ from actions.ledger import (
     merge_usage,
     plan_period,
     plan_warnings,
+    price_groups,
     rows_from_usage,
     usage_from_rows,
 )
@@ -174,10 +175,10 @@ class LedgerUsage:
         start, end = start.astimezone(timezone.utc), end.astimezone(timezone.utc)
         plan = self.plan(start, end)
         self.last_plan = plan
-        rows, days = self.ledger.sums(self.cluster, plan.ledger, namespaces)
+        rows = self.ledger.key_sums(self.cluster, plan.ledger, namespaces)
         parts = [
             usage_from_rows(
-                rows, days, start, end, team_label=self.team_label, step_seconds=self.step_seconds,
+                rows, (), start, end, team_label=self.team_label, step_seconds=self.step_seconds,
                 idle_threshold_pct=policy.engine_idle_pct,
             )
         ]
@@ -185,6 +186,10 @@ class LedgerUsage:
             assert self.prometheus is not None  # auto mode has one (checked at construction)
             parts.append(self.prometheus.fetch(a, b, policy))
         usage = merge_usage(parts, start, end)
+        # The daily split last: summed per price group of the merged usage, the live hours'
+        # node labels included, so each row is priced as its own node would be.
+        days = self.ledger.daily_sums(self.cluster, plan.ledger, namespaces, price_groups(usage))
+        usage = replace(usage, daily=tuple(d for d in days if d.gpu_hours > 0) + usage.daily)
         return replace(usage, warnings=plan_warnings(plan) + usage.warnings)
 
 
