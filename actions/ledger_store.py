@@ -212,14 +212,6 @@ class LedgerStore:
         with self.engine.connect() as connection:
             return [LedgerRow(**dict(r._mapping)) for r in connection.execute(q.order_by(t.c.id))]
 
-    def sums(
-        self, cluster: str, ranges: Iterable[tuple[datetime, datetime]], namespaces: Sequence[str] | None = None,
-        groups: Mapping[str, str] | None = None,
-    ) -> tuple[list[LedgerRow], list[DailyUsage]]:
-        """:meth:`key_sums` and :meth:`daily_sums` of the same hours."""
-        ranges = list(ranges)
-        return self.key_sums(cluster, ranges, namespaces), self.daily_sums(cluster, ranges, namespaces, groups)
-
     def key_sums(
         self, cluster: str, ranges: Iterable[tuple[datetime, datetime]], namespaces: Sequence[str] | None = None
     ) -> list[LedgerRow]:
