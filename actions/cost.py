@@ -28,6 +28,7 @@ Definitions (every figure in a report follows them):
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -659,14 +660,15 @@ def compute_cost_report(
                 )
             )
         lines.sort(key=lambda f: (-f.cost_usd, -f.gpu_hours, f.gpu_model, f.capacity_type))
-        top = sorted(
-            (
-                Consumer(kind, ns, name, c.gpu_hours, c.cost, c.idle, c.idle / c.gpu_hours if c.gpu_hours else 0.0,
-                         consumer_queue.get((kind, ns, name)))
-                for (kind, ns, name), c in consumers.get(t, {}).items()
-            ),
-            key=lambda c: (-c.cost_usd, -c.gpu_hours, c.namespace, c.name),
-        )[:top_consumers]
+        # Only the top few become Consumers: a large fleet's team has 10,000s of owners.
+        top = [
+            Consumer(kind, ns, name, c.gpu_hours, c.cost, c.idle, c.idle / c.gpu_hours if c.gpu_hours else 0.0,
+                     consumer_queue.get((kind, ns, name)))
+            for (kind, ns, name), c in heapq.nsmallest(
+                top_consumers, consumers.get(t, {}).items(),
+                key=lambda kv: (-kv[1].cost, -kv[1].gpu_hours, kv[0][1], kv[0][2]),
+            )
+        ]
         hours = sum(f.gpu_hours for f in lines)
         idle = sum(f.idle_gpu_hours for f in lines)
         team_daily = tuple(

@@ -239,6 +239,29 @@ def usage_from_rows(
     )
 
 
+def price_groups(usage: UsageData) -> dict[str, str]:
+    """Node -> the node whose daily rows it is summed under, for the nodes that
+    :func:`~actions.cost.compute_cost_report` prices alike: the same :class:`NodeInfo` but the
+    name, and the same GPU model named by its first pod (what the engine prices a daily row
+    with). Each group stands under its first node by name; nodes standing for themselves are
+    left out. A node without a capacity type is always its own: the report may read that per
+    node from the Kubernetes API. Pure."""
+    node_model: dict[str, str] = {}
+    for p in usage.pods:
+        if p.gpu_model:
+            node_model.setdefault(p.node, p.gpu_model)
+    first: dict[tuple, str] = {}
+    out: dict[str, str] = {}
+    for name in sorted(usage.nodes):
+        info = usage.nodes[name]
+        if info.capacity_type is None:
+            continue
+        group = first.setdefault((replace(info, name=""), node_model.get(name)), name)
+        if group != name:
+            out[name] = group
+    return out
+
+
 def merge_usage(parts: Sequence[UsageData], start: datetime, end: datetime) -> UsageData:
     """One :class:`~actions.cost.UsageData` for ``[start, end]`` from the usage of pieces of it
     (ledger hours, a current hour read from Prometheus). Rows add up; node and namespace labels

@@ -18,9 +18,10 @@ Works on SQLite and PostgreSQL; importing this module registers the tables with
 from __future__ import annotations
 
 import hashlib
+from contextlib import contextmanager
 from dataclasses import fields
 from datetime import date, datetime, timedelta, timezone
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import sqlalchemy as sa
 
@@ -74,6 +75,10 @@ _ROW_FIELDS = [f.name for f in fields(LedgerRow)]
 # The key a period's sum is taken over: everything but the hour and the figures.
 _KEY = [c for c in _ROW_FIELDS if c not in ("hour", "gpu_hours", "idle_gpu_hours", "usd_per_gpu_hour", "price_source")]
 
+# A period's sums in LedgerRow's field order: the latest hour, the key, the two GPU-hour sums.
+_SUM_FIELDS = [c for c in _ROW_FIELDS if c not in ("usd_per_gpu_hour", "price_source")]
+_HOURS, _IDLE = _SUM_FIELDS.index("gpu_hours"), _SUM_FIELDS.index("idle_gpu_hours")
+
 usage_day = sa.Table(
     "usage_day",
     metadata,
@@ -88,6 +93,8 @@ usage_day = sa.Table(
     sa.UniqueConstraint("cluster", "day", "key_hash"),
 )
 BATCH_ROWS = 5000
+# A session's own node -> group map for daily_sums (a temporary table: never migrated, never shared).
+_GROUPS = sa.Table("ledger_node_group", sa.MetaData(), sa.Column("node", sa.Text()), sa.Column("grp", sa.Text()))
 
 
 def _insert(engine: sa.Engine, table: sa.Table = usage_hour_filled):
@@ -205,60 +212,108 @@ class LedgerStore:
         with self.engine.connect() as connection:
             return [LedgerRow(**dict(r._mapping)) for r in connection.execute(q.order_by(t.c.id))]
 
-    def sums(
+    def key_sums(
         self, cluster: str, ranges: Iterable[tuple[datetime, datetime]], namespaces: Sequence[str] | None = None
-    ) -> tuple[list[LedgerRow], list[DailyUsage]]:
+    ) -> list[LedgerRow]:
         """The rows of the hours in ``ranges`` (``[first, end)`` each, hours the ledger holds)
-        summed per key, each with the latest hour its key was seen, and per (UTC day, namespace,
-        node); ``namespaces`` narrows to those (the team index). Whole days come from
-        ``usage_day``, the hours around them from ``usage_hour``; each is one aggregate query
-        summed in the database, and one more for the daily split."""
+        summed per key, each with the latest hour its key was seen; ``namespaces`` narrows to
+        those (the team index). Whole days come from ``usage_day``, the hours around them from
+        ``usage_hour``; each is one aggregate query summed in the database."""
+        spans = []
+        with self._connection() as connection:
+            for t, where, last in self._spans(cluster, ranges, namespaces):
+                figures = {"hour": sa.func.max(last), "gpu_hours": sa.func.sum(t.c.gpu_hours),
+                           "idle_gpu_hours": sa.func.sum(t.c.idle_gpu_hours)}
+                q = sa.select(*[figures[f] if f in figures else t.c[f] for f in _SUM_FIELDS]).where(*where)
+                # .all(): one fetchall, not a fetchone per row (a month of a large fleet is 100,000s of rows).
+                spans.append(connection.execute(q.group_by(*[t.c[k] for k in _KEY])).all())
+        if len(spans) == 1:
+            # Columns in LedgerRow's field order: each row is built positionally, no dict per row.
+            return [LedgerRow(*r) for r in spans[0]]
+        at = [_SUM_FIELDS.index(k) for k in _KEY]
         rows: dict[tuple, list] = {}
-        days: dict[tuple, list[float]] = {}
-
-        def add_rows(result) -> None:
+        for result in spans:
             for r in result:
-                k, (hour, hours, idle) = tuple(r[: len(_KEY)]), r[len(_KEY) :]
-                acc = rows.setdefault(k, [hour, 0.0, 0.0])
-                acc[0], acc[1], acc[2] = max(acc[0], hour), acc[1] + hours, acc[2] + idle
+                k = tuple(r[i] for i in at)
+                acc = rows.get(k)
+                if acc is None:
+                    rows[k] = list(r)
+                else:
+                    acc[0], acc[_HOURS], acc[_IDLE] = max(acc[0], r[0]), acc[_HOURS] + r[_HOURS], acc[_IDLE] + r[_IDLE]
+        return [LedgerRow(*r) for r in rows.values()]
 
-        def add_days(result) -> None:
-            for day, ns, node, hours, idle in result:
-                acc = days.setdefault((day, ns, node), [0.0, 0.0])
-                acc[0] += hours
-                acc[1] += idle
+    def daily_sums(
+        self, cluster: str, ranges: Iterable[tuple[datetime, datetime]], namespaces: Sequence[str] | None = None,
+        groups: Mapping[str, str] | None = None,
+    ) -> list[DailyUsage]:
+        """The held GPU-hours of the hours in ``ranges`` per (UTC day, namespace, node), idle at
+        most the GPU-hours; ``namespaces`` narrows to those. With ``groups`` (node -> the node
+        it is priced as, :func:`actions.ledger.price_groups`) the nodes of a group are summed
+        under their group's node in the database: a month of a large fleet is then a few
+        thousand rows instead of 100,000s, priced the same. One aggregate query per span."""
+        days: dict[tuple, list[float]] = {}
+        with self._connection() as connection:
+            if groups:
+                # A temporary table: its creation is rolled back with the read on PostgreSQL, and
+                # dropped by hand where DDL is outside the transaction (SQLite).
+                connection.execute(sa.text(f"CREATE TEMPORARY TABLE IF NOT EXISTS {_GROUPS.name} (node TEXT, grp TEXT)"))
+                connection.execute(_GROUPS.delete())
+                connection.execute(_GROUPS.insert(), [{"node": n, "grp": g} for n, g in groups.items()])
+            for t, where, _ in self._spans(cluster, ranges, namespaces):
+                node: sa.ColumnElement = t.c.node
+                joined: sa.FromClause = t
+                if groups:
+                    joined = t.outerjoin(_GROUPS, _GROUPS.c.node == t.c.node)
+                    node = sa.func.coalesce(_GROUPS.c.grp, t.c.node)
+                q = (
+                    sa.select(t.c.day, t.c.namespace, node, sa.func.sum(t.c.gpu_hours), sa.func.sum(t.c.idle_gpu_hours))
+                    .select_from(joined)
+                    .where(*where, t.c.measure == "held")
+                    .group_by(t.c.day, t.c.namespace, node)
+                )
+                for day, ns, n, hours, idle in connection.execute(q).all():
+                    acc = days.get((day, ns, n))
+                    if acc is None:
+                        days[(day, ns, n)] = [hours, idle]
+                    else:
+                        acc[0] += hours
+                        acc[1] += idle
+            if groups:
+                connection.execute(sa.text(f"DROP TABLE IF EXISTS {_GROUPS.name}"))
+            connection.rollback()
+        return [DailyUsage(day, ns, n, hh, min(i, hh)) for (day, ns, n), (hh, i) in days.items()]
 
-        def read(connection, t: sa.Table, where: list, last) -> None:
-            where = [t.c.cluster == cluster, *where]
-            if namespaces is not None:
-                where.append(t.c.namespace.in_(list(namespaces)) | (t.c.measure == "capacity"))
-            key = [t.c[k] for k in _KEY]
-            sums = (sa.func.sum(t.c.gpu_hours), sa.func.sum(t.c.idle_gpu_hours))
-            # .all(): one fetchall, not a fetchone per row (a month of a large fleet is 100,000s of rows).
-            add_rows(connection.execute(sa.select(*key, sa.func.max(last), *sums).where(*where).group_by(*key)).all())
-            dkey = [t.c.day, t.c.namespace, t.c.node]
-            add_days(connection.execute(
-                sa.select(*dkey, *sums).where(*where, t.c.measure == "held").group_by(*dkey)).all())
-
-        h, d = usage_hour, usage_day
+    @contextmanager
+    def _connection(self) -> Iterator[sa.Connection]:
         with self.engine.connect() as connection:
             if connection.dialect.name == "postgresql":
                 # A month of a large fleet groups 100,000s of rows: hash them in memory, not in batches on disk.
                 connection.execute(sa.text("SET LOCAL work_mem = '64MB'"))
-            for first, end in ranges:
-                d0, d1 = _whole_days(first, end)
-                if d0 == d1:
-                    read(connection, h, [h.c.hour >= first, h.c.hour < end], h.c.hour)
-                    continue
-                read(connection, d, [d.c.day >= d0, d.c.day < d1], d.c.last_hour)
-                for a, b in ((first, _midnight(d0)), (_midnight(d1), end)):
-                    if a < b:
-                        read(connection, h, [h.c.hour >= a, h.c.hour < b], h.c.hour)
-        out = [
-            LedgerRow(hour=hour, gpu_hours=hours, idle_gpu_hours=idle, **dict(zip(_KEY, k)))
-            for k, (hour, hours, idle) in rows.items()
-        ]
-        return out, [DailyUsage(day, ns, node, hh, min(i, hh)) for (day, ns, node), (hh, i) in days.items()]
+            yield connection
+
+    @staticmethod
+    def _spans(
+        cluster: str, ranges: Iterable[tuple[datetime, datetime]], namespaces: Sequence[str] | None
+    ) -> Iterator[tuple[sa.Table, list, sa.ColumnElement]]:
+        """``(table, where, last-hour column)`` per piece of ``ranges``: whole UTC days from
+        ``usage_day``, the hours around them from ``usage_hour``."""
+        h, d = usage_hour, usage_day
+
+        def span(t: sa.Table, where: list, last) -> tuple[sa.Table, list, sa.ColumnElement]:
+            where = [t.c.cluster == cluster, *where]
+            if namespaces is not None:
+                where.append(t.c.namespace.in_(list(namespaces)) | (t.c.measure == "capacity"))
+            return t, where, last
+
+        for first, end in ranges:
+            d0, d1 = _whole_days(first, end)
+            if d0 == d1:
+                yield span(h, [h.c.hour >= first, h.c.hour < end], h.c.hour)
+                continue
+            yield span(d, [d.c.day >= d0, d.c.day < d1], d.c.last_hour)
+            for a, b in ((first, _midnight(d0)), (_midnight(d1), end)):
+                if a < b:
+                    yield span(h, [h.c.hour >= a, h.c.hour < b], h.c.hour)
 
     def drop_before(self, cutoff: datetime) -> int:
         """Delete every cluster's rows and hour marks older than ``cutoff``; the rows deleted."""

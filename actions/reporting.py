@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Callable, Mapping, Protocol, Sequence
 
+from actions.collector import collector_paused
 from actions.cost import CostReport, UsageData, compute_cost_report
 from actions.fleet import FleetReport, fleet_report, one_line
 from actions.model import Node
@@ -67,14 +68,15 @@ def build_report(
         except Exception as e:  # noqa: BLE001
             log.warning("cost report: reading nodes from the Kubernetes API failed: %s", e)
             extra.append(f"the Kubernetes API could not be read for node capacity types: {e}")
-    report = compute_cost_report(
-        usage,
-        prices,
-        teams,
-        team_label=setup.team_label,
-        top_consumers=setup.top_consumers,
-        api_nodes=nodes,
-    )
+    with collector_paused():
+        report = compute_cost_report(
+            usage,
+            prices,
+            teams,
+            team_label=setup.team_label,
+            top_consumers=setup.top_consumers,
+            api_nodes=nodes,
+        )
     return dataclasses.replace(report, notes=report.notes + tuple(extra)) if extra else report
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import Callable, Sequence
 
+from actions.collector import collector_paused
 from actions.cost import UsageData
 from actions.ledger import (
     EMPTY,
@@ -29,6 +30,7 @@ from actions.ledger import (
     merge_usage,
     plan_period,
     plan_warnings,
+    price_groups,
     rows_from_usage,
     usage_from_rows,
 )
@@ -174,17 +176,23 @@ class LedgerUsage:
         start, end = start.astimezone(timezone.utc), end.astimezone(timezone.utc)
         plan = self.plan(start, end)
         self.last_plan = plan
-        rows, days = self.ledger.sums(self.cluster, plan.ledger, namespaces)
-        parts = [
-            usage_from_rows(
-                rows, days, start, end, team_label=self.team_label, step_seconds=self.step_seconds,
-                idle_threshold_pct=policy.engine_idle_pct,
-            )
-        ]
+        with collector_paused():
+            rows = self.ledger.key_sums(self.cluster, plan.ledger, namespaces)
+            parts = [
+                usage_from_rows(
+                    rows, (), start, end, team_label=self.team_label, step_seconds=self.step_seconds,
+                    idle_threshold_pct=policy.engine_idle_pct,
+                )
+            ]
         for a, b in plan.live:
             assert self.prometheus is not None  # auto mode has one (checked at construction)
             parts.append(self.prometheus.fetch(a, b, policy))
         usage = merge_usage(parts, start, end)
+        # The daily split last: summed per price group of the merged usage, the live hours'
+        # node labels included, so each row is priced as its own node would be.
+        with collector_paused():
+            days = self.ledger.daily_sums(self.cluster, plan.ledger, namespaces, price_groups(usage))
+            usage = replace(usage, daily=tuple(d for d in days if d.gpu_hours > 0) + usage.daily)
         return replace(usage, warnings=plan_warnings(plan) + usage.warnings)
 
 
