@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
-from actions.advising import AdviceResult, fleet_advice, gather_advice
+from actions.advising import AdviceResult
 from actions.cost import CostReport
 from actions.executors import KubernetesWriter, RoutingWriter
 from actions.executors.jupyterhub import HubWriter
@@ -18,7 +18,7 @@ from actions.reporting import build_fleet_report, build_report
 from actions.sources.kubernetes import KubernetesSource, load_kube_config
 from actions.sources.prometheus import PrometheusTelemetry
 from actions.store import Store
-from bot.chat.runtime import ClusterParts, UnknownCluster
+from bot.chat.runtime import ClusterParts, UnknownCluster, advice_of_clusters
 from bot.jobs.prices import price_book
 from bot.readers import advice_setup, cost_setup
 from bot.settings import Settings
@@ -98,9 +98,5 @@ def clusters_advice(settings: Settings, at: datetime, team: str | None = None) -
     parts = cluster_parts(settings)
     if not parts:
         raise ValueError("clusters_advice is for a bot with `clusters:`")
-    book, teams = price_book(settings), settings.team_directory()
-    return fleet_advice([
-        (p.name, gather_advice(p.cluster.snapshot(at), p.advice.history, book, settings.policy, p.advice.policy, teams, at, team=team))
-        for p in parts
-    ], at)
+    return advice_of_clusters(parts, price_book(settings), settings.policy, settings.team_directory(), at, team)
 

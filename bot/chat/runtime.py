@@ -88,6 +88,19 @@ class ClusterParts:
     advice: AdviceSetup | None = None
 
 
+def advice_of_clusters(
+    clusters: Sequence[ClusterParts], prices: PriceBook, policy: Policy, teams: TeamDirectory, at: datetime,
+    team: str | None = None,
+) -> AdviceResult:
+    """The advice of each of ``clusters`` that has an advice setup, from its own API server and
+    history, at ``at`` (only ``team``'s when given), as one result
+    (:func:`~actions.advising.fleet_advice`). Raises what a cluster's sources raise."""
+    return fleet_advice([
+        (c.name, gather_advice(c.cluster.snapshot(at), c.advice.history, prices, policy, c.advice.policy, teams, at, team=team))
+        for c in clusters if c.advice is not None
+    ], at)
+
+
 def detect_clusters(
     clusters: Sequence[ClusterParts], first: str, prices: PriceBook, policy: Policy, teams: TeamDirectory,
     now: datetime, on_failure: Callable[[str, Exception], None] = lambda name, e: None,
@@ -268,13 +281,10 @@ class Runtime:
         Raises ReportUnavailable without an advice setup, and what the sources raise."""
         if self.advice_setup is None:
             raise ReportUnavailable("this bot was started without a Prometheus for advice history")
-        policy = self.advice_setup.policy
         if self.clusters:
-            return fleet_advice([
-                (c.name, gather_advice(c.cluster.snapshot(now), c.advice.history, self.prices, self.policy, policy, self.teams, now, team=team))
-                for c in self.clusters if c.advice is not None
-            ], now)
-        return gather_advice(self.snapshot(now), self.advice_setup.history, self.prices, self.policy, policy, self.teams, now, team=team)
+            return advice_of_clusters(self.clusters, self.prices, self.policy, self.teams, now, team)
+        setup = self.advice_setup
+        return gather_advice(self.snapshot(now), setup.history, self.prices, self.policy, setup.policy, self.teams, now, team=team)
 
     def open_request_ids(self) -> dict[str, int]:
         """Finding key -> id of its ActionRequest awaiting approval."""
