@@ -12,15 +12,24 @@ Period keys:
 - a waiting Workload: its uid, so it fires once per Workload;
 - a ClusterQueue's admission-wait p90: ``"clusterqueue/<name>/<YYYY-MM-DD>"``, at most daily;
 - idle on-demand GPUs and the spot ratio: the UTC day, ``"2026-11-23"``, at most daily per team.
+
+With several clusters, the queue-wait, ClusterQueue and spot-ratio alerts are decided per cluster
+and :func:`in_cluster` names their cluster; the first cluster's keep the keys above (as its
+findings do, :func:`actions.fleet.cluster_key`), every other cluster's start with its name
+(``"gpu-west:clusterqueue/gpu-cq/2026-11-23"``), so the same ClusterQueue or team in two clusters
+gives two alerts. Budgets are a team's across every cluster; idle on-demand GPUs one alert per
+team naming each GPU's cluster.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Mapping, Sequence
 from zoneinfo import ZoneInfo
 
+from actions.fleet import cluster_key
 from actions.freeing import FreeingPlan
 from actions.model import CapacityType, Finding, Node
 from actions.queue import QueueReport, wait_sentence
@@ -42,6 +51,8 @@ class Alert:
     ``None`` when it has none). ``also_claims`` are kinds this alert makes redundant for the same
     period (a 100% budget alert covers the 50% and 80% ones not yet sent). ``approve_all`` are the
     proposals that together free enough GPUs for a waiting Workload (:mod:`actions.freeing`).
+    ``cluster`` is the cluster the alert is about (empty: a bot of one cluster, or an alert
+    about a team across every cluster).
     """
 
     team: str
@@ -53,6 +64,7 @@ class Alert:
     usd: float | None = None
     also_claims: tuple[str, ...] = ()
     approve_all: tuple[int, ...] = ()  # request ids one "Approve all" button approves together
+    cluster: str = ""
 
     @property
     def family(self) -> str:
@@ -63,6 +75,19 @@ class Alert:
 def snooze_family(kind: str) -> str:
     """``"budget"`` for every budget kind (thresholds and forecast), else ``kind`` itself."""
     return "budget" if kind.startswith("budget-") else kind
+
+
+def in_cluster(alerts: Sequence[Alert], cluster: str, first: bool) -> list[Alert]:
+    """``alerts`` decided in ``cluster`` (one of several): each names it (title, a ``Cluster``
+    field, :attr:`Alert.cluster`) and its period key is :func:`~actions.fleet.cluster_key`'s,
+    unchanged for the ``first`` cluster, else ``"<cluster>:<key>"``."""
+    return [
+        dataclasses.replace(
+            a, cluster=cluster, period_key=cluster_key(a.period_key, cluster, first),
+            title=f"{a.title} (cluster {cluster})", fields=(("Cluster", plain(cluster)), *a.fields),
+        )
+        for a in alerts
+    ]
 
 
 def _asks(gpus: float, family: str | None, flavors) -> str:  # noqa: ANN001 - a sequence of names
@@ -147,6 +172,8 @@ def budget_alerts(
     thresholds_percent: Sequence[float] = (50.0, 80.0, 100.0),
     tz: str = "UTC",
     min_forecast_elapsed_seconds: float = 86400.0,
+    clusters: Sequence[str] = (),
+    missing: Mapping[str, str] | None = None,
 ) -> list[Alert]:
     """Budget alerts for ``team`` with a budget of ``budget_usd`` USD per month, having spent
     ``month_to_date_usd`` USD so far this month (in ``tz``).
@@ -155,7 +182,10 @@ def budget_alerts(
     the lower ones so they are not sent after it; and the month-end forecast when the linear
     extrapolation of the month so far exceeds the budget while the spend has not reached it yet
     (only once ``min_forecast_elapsed_seconds`` of the month have passed: a forecast from the
-    first hours is noise). Raises ValueError for a budget not > 0 or a threshold without a kind.
+    first hours is noise). With several ``clusters`` the spend is the team's in all of them
+    together, and the alerts say so, naming each cluster of ``missing`` (cluster -> why) whose
+    spend could not be read and is not counted. Raises ValueError for a budget not > 0 or a
+    threshold without a kind.
     """
     if not budget_usd > 0:
         raise ValueError(f"budget must be > 0 USD per month, got {budget_usd}")
@@ -171,6 +201,14 @@ def budget_alerts(
             "n/a" if forecast is None else f"{usd(forecast)} (linear, from {progress.fraction:.0%} of the month)",
         ),
     )
+    across = ""
+    if len(clusters) > 1 or missing:
+        counted = [c for c in clusters if c not in (missing or {})]
+        across = f" Spend summed over clusters {plain(', '.join(counted))}."
+        if missing:
+            across += " Not counted, could not be read: " + "; ".join(
+                f"{plain(c)} ({plain(why)})" for c, why in missing.items()) + "."
+        fields += (("Clusters", plain(", ".join(counted)) + (f" (missing {plain(', '.join(missing))})" if missing else "")),)
     alerts: list[Alert] = []
     reached = [(t, k) for t, k in kinds if used_pct >= t]
     if reached:
@@ -183,7 +221,7 @@ def budget_alerts(
                 title=f"{team} has used {used_pct:.0f}% of its GPU budget for {progress.key}",
                 text=(
                     f"*{plain(team)}* has spent {usd(month_to_date_usd)} of its {usd(budget_usd)} monthly GPU budget "
-                    f"({used_pct:.0f}%, past the {threshold:g}% mark)."
+                    f"({used_pct:.0f}%, past the {threshold:g}% mark).{across}"
                 ),
                 fields=fields,
                 usd=month_to_date_usd,
@@ -205,7 +243,7 @@ def budget_alerts(
                 text=(
                     f"At this month's pace *{plain(team)}* ends {progress.key} at about {usd(forecast)}, "
                     f"{usd(forecast - budget_usd)} over its {usd(budget_usd)} budget "
-                    f"(linear extrapolation of {usd(month_to_date_usd)} spent in {progress.fraction:.0%} of the month)."
+                    f"(linear extrapolation of {usd(month_to_date_usd)} spent in {progress.fraction:.0%} of the month).{across}"
                 ),
                 fields=fields,
                 usd=forecast,
@@ -309,18 +347,21 @@ def cluster_queue_wait_alerts(
 # --- idle on-demand GPUs -----------------------------------------------------------------------
 
 
-def _capacity(f: Finding, nodes: Mapping[str, Node]) -> CapacityType:
-    node = nodes.get(f.node or "")
+def _capacity(f: Finding, nodes: Mapping[str, Mapping[str, Node]]) -> CapacityType:
+    # Two clusters may each have a node of the same name: look in the finding's own cluster.
+    node = nodes.get(f.cluster, {}).get(f.node or "")
     if node is not None and node.capacity_type is not CapacityType.UNKNOWN:
         return node.capacity_type
     return f.price.capacity_type
 
 
 def idle_on_demand_alerts(
-    findings: Sequence[Finding], nodes: Mapping[str, Node], threshold_seconds: float, now: datetime
+    findings: Sequence[Finding], nodes: Mapping[str, Mapping[str, Node]], threshold_seconds: float, now: datetime
 ) -> list[Alert]:
     """One alert per team holding on-demand GPUs idle for longer than ``threshold_seconds``
-    (the node's capacity type, else the price's), priced in USD per hour, at most once a day."""
+    (the node's capacity type, else the price's), priced in USD per hour, at most once a day,
+    however many clusters they are in (each GPU's line names its cluster). ``nodes`` maps a
+    cluster (:attr:`Finding.cluster`, empty for a bot of one) -> node name -> Node."""
     by_team: dict[str, list[Finding]] = {}
     for f in findings:
         if f.idle_seconds > threshold_seconds and _capacity(f, nodes) is CapacityType.ON_DEMAND:

@@ -42,14 +42,19 @@ def telemetry_source(settings: Settings, telemetry_file: str | Path | None = Non
     )
 
 
-def kueue_metrics(settings: Settings) -> KueueMetrics:
-    """The admission-wait and spot-ratio reader for the configured Prometheus; with several
-    clusters, the first one's (as the queues the alerts read), narrowed to its label."""
-    first = settings.cluster_targets()[0]
+def kueue_metrics(settings: Settings, target: ClusterTarget | None = None) -> KueueMetrics:
+    """The admission-wait and spot-ratio reader of ``target`` (default: the first or only
+    cluster), narrowed to its label on a shared query endpoint."""
+    target = target or settings.cluster_targets()[0]
     return KueueMetrics(
-        first.prometheus_url, first.headers, verify_tls=settings.prometheus.verify_tls,
-        timeout_seconds=settings.prometheus.timeout_seconds, scope=first.scope,
+        target.prometheus_url, target.headers, verify_tls=settings.prometheus.verify_tls,
+        timeout_seconds=settings.prometheus.timeout_seconds, scope=target.scope,
     )
+
+
+def kueue_by_cluster(settings: Settings) -> dict[str, KueueMetrics]:
+    """Cluster name -> :func:`kueue_metrics` of each cluster of ``clusters:``, in order."""
+    return {t.name: kueue_metrics(settings, t) for t in settings.cluster_targets()}
 
 
 def prometheus_usage(settings: Settings, target: ClusterTarget | None = None) -> PrometheusUsage:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -38,7 +38,7 @@ from bot.fleet import cluster_parts
 from bot.jobs import advice as advice_jobs
 from bot.jobs import alerts, ledger, prices, sweep
 from bot.jobs.scheduler import BackgroundJobs, ScheduledJob, start_background
-from bot.readers import advice_setup, cost_setup, kueue_metrics, prometheus_usage, telemetry_source
+from bot.readers import advice_setup, cost_setup, kueue_by_cluster, kueue_metrics, prometheus_usage, telemetry_source
 from bot.service.http import HttpOptions
 from bot.service.leader import replica_identity
 from bot.service.metrics import BotMetrics
@@ -174,14 +174,22 @@ def sweep_for(rt: Runtime) -> sweep.Sweep:
     return sweep.Sweep(rt.detection, Proposals(rt), rt.metrics, rt.clock, AutoActions(rt))
 
 
-def alerts_for(rt: Runtime, settings: Settings, *, kueue: KueueMetrics | None = None) -> alerts.AlertsJob:
-    """The alerts job over ``rt``, with ``alerts`` and ``costs.timezone`` from ``settings``;
-    ``kueue`` reads the admission-wait p90 and the spot ratio (None: those alerts are skipped)."""
+def alerts_for(
+    rt: Runtime, settings: Settings, *, kueue: KueueMetrics | Mapping[str, KueueMetrics] | None = None,
+) -> alerts.AlertsJob:
+    """The alerts job over ``rt`` (every one of its clusters), with ``alerts`` and
+    ``costs.timezone`` from ``settings``; ``kueue`` reads the admission-wait p90 and the spot
+    ratio: one reader for a bot of one cluster, cluster name -> reader for a bot of several
+    (None: those alerts are skipped). Raises ValueError for one reader given to a bot of several."""
+    if isinstance(kueue, KueueMetrics):
+        if rt.clusters:
+            raise ValueError("a bot of several clusters reads Kueue per cluster: pass kueue_by_cluster(settings)")
+        kueue = {"": kueue}
     return alerts.AlertsJob(
         store=rt.store, chat=rt.chat, teams=rt.teams, settings=settings.alerts,
         read_queues=rt.read_queues, budgets=rt.team_budgets,
-        cost_report=rt.cost_report if rt.costs is not None else None,
-        kueue=kueue, timezone=settings.costs.timezone, clock=rt.clock,
+        spend_report=rt.fleet_report if rt.costs is not None else None,
+        kueue=dict(kueue or {}), timezone=settings.costs.timezone, clock=rt.clock,
         clusters=tuple(c.name for c in rt.clusters),
     )
 
@@ -224,7 +232,8 @@ def scheduled_jobs(rt: Runtime, settings: Settings) -> list[ScheduledJob]:
 
     jobs = [
         ScheduledJob(sweep.JOB_ID, _every(settings.sweep.interval_seconds), sweep_for(rt).scheduled, first_run_at_start=True),
-        ScheduledJob(alerts.JOB_ID, _every(settings.alerts.interval_seconds), alerts_for(rt, settings, kueue=kueue_metrics(settings)).scheduled),
+        ScheduledJob(alerts.JOB_ID, _every(settings.alerts.interval_seconds), alerts_for(
+            rt, settings, kueue=kueue_by_cluster(settings) if rt.clusters else kueue_metrics(settings)).scheduled),
         ScheduledJob(digests.JOB_ID, _every(digests.DIGEST_CHECK_SECONDS), digests_for(rt, settings).scheduled),
     ]
     if settings.ledger.enabled:

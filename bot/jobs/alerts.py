@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -19,13 +19,14 @@ from actions.alerts import (
     budget_alerts,
     cluster_queue_wait_alerts,
     idle_on_demand_alerts,
+    in_cluster,
     queue_wait_alerts,
     snooze_family,
     spot_ratio_alerts,
 )
-from actions.cost import CostReport
+from actions.fleet import FleetReport, one_line
 from actions.freeing import plan_freeing
-from actions.model import ClusterSnapshot, Finding, utc_now
+from actions.model import ClusterSnapshot, Finding, Node, utc_now
 from actions.policy import TeamDirectory
 from actions.queue import QueueReport
 from actions.sources.prometheus_kueue import KueueMetrics
@@ -41,21 +42,42 @@ SYSTEM = "system"
 # The window the ClusterQueue admission-wait p90 is taken over, seconds.
 ADMISSION_WAIT_WINDOW_SECONDS = 3600.0
 
-ReadQueues = Callable[[datetime], tuple[ClusterSnapshot, list[Finding], QueueReport]]
+ReadQueues = Callable[..., tuple[ClusterSnapshot, list[Finding], QueueReport]]
+
+
+@dataclass(frozen=True)
+class MonthSpend:
+    """Each team's USD spent this month (``usd``, team -> USD), summed over ``clusters`` (empty
+    or one: a bot of one cluster); ``missing`` maps each cluster whose spend could not be read
+    to why (its spend is not in ``usd``)."""
+
+    usd: Mapping[str, float]
+    clusters: tuple[str, ...] = ()
+    missing: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _ClusterAlerts:
+    alerts: list[Alert]
+    findings: list[Finding]
+    nodes: Mapping[str, Node]
+    failed: list[str]
 
 
 @dataclass
 class AlertsJob:
     """The alerts, with what they read and where they post.
 
-    ``read_queues(now)`` gives the cluster snapshot, the idle findings and Kueue's queues
-    (:meth:`bot.chat.runtime.Runtime.read_queues`); ``budgets()`` team -> USD per month;
-    ``cost_report(start, end)`` the period's CostReport for the month-to-date spend (None: no
-    budget alerts from the schedule); ``kueue`` reads the ClusterQueue admission-wait p90 and the
-    spot ratio (None: those alerts are skipped). ``timezone`` is ``costs.timezone``, where a
-    month starts unless a team sets its own. ``clusters`` names every cluster of a bot of several
-    (``read_queues(now, cluster=name)`` reads each; a cluster that cannot be read is logged and
-    skipped); empty for a bot of one.
+    ``read_queues(now, cluster=name)`` gives a cluster's snapshot, idle findings and Kueue
+    queues (:meth:`bot.chat.runtime.Runtime.read_queues`); ``budgets()`` team -> USD per month;
+    ``spend_report(start, end)`` the period's FleetReport, every cluster's cost and the teams'
+    sums over them, for the month-to-date spend (None: no budget alerts from the schedule);
+    ``kueue`` maps a cluster's name (``""`` for a bot of one) to the reader of its ClusterQueue
+    admission-wait p90 and spot ratio (a cluster without one: those alerts are skipped).
+    ``timezone`` is ``costs.timezone``, where a month starts unless a team sets its own.
+    ``clusters`` names every cluster of a bot of several, the first one first; empty for a bot
+    of one. Each cluster is read on its own: one that cannot be read is logged and named, and
+    the others' alerts still go out.
     """
 
     store: Store
@@ -64,8 +86,8 @@ class AlertsJob:
     settings: AlertSettings
     read_queues: ReadQueues
     budgets: Callable[[], Mapping[str, float]]
-    cost_report: Callable[[datetime, datetime], CostReport] | None = None
-    kueue: KueueMetrics | None = None
+    spend_report: Callable[[datetime, datetime], FleetReport] | None = None
+    kueue: Mapping[str, KueueMetrics] = field(default_factory=dict)
     timezone: str = "UTC"
     clock: Callable[[], datetime] = utc_now
     clusters: Sequence[str] = ()
@@ -74,67 +96,91 @@ class AlertsJob:
         """The zone a team's month runs in: its own when set, else :attr:`timezone`."""
         return self.teams.team_for_name(team).timezone or self.timezone
 
-    def evaluate(self, now: datetime, month_to_date_usd: Mapping[str, float] | None) -> tuple[list[Alert], int]:
-        """Every alert that holds at ``now``, and how many sources failed (each is logged; the
-        others are still evaluated). Budget alerts need ``month_to_date_usd`` (team -> USD spent
-        this month); the ClusterQueue p90 and spot ratio need :attr:`kueue`."""
+    def evaluate(
+        self, now: datetime, month_to_date_usd: Mapping[str, float] | MonthSpend | None,
+    ) -> tuple[list[Alert], list[str]]:
+        """Every alert that holds at ``now``, and what could not be read (one line each, naming
+        the cluster or team; each is logged, the others are still evaluated). Budget alerts need
+        ``month_to_date_usd`` (team -> USD spent this month, or a :class:`MonthSpend`); the
+        ClusterQueue p90 and spot ratio a cluster's :attr:`kueue` reader."""
         cfg = self.settings
         alerts: list[Alert] = []
-        errors = 0
-        if month_to_date_usd is not None:
+        failed: list[str] = []
+        spend = month_to_date_usd if isinstance(month_to_date_usd, MonthSpend) or month_to_date_usd is None \
+            else MonthSpend(month_to_date_usd)
+        if spend is not None:
             for team, budget in sorted(self.budgets().items()):
                 try:
                     alerts += budget_alerts(
                         team,
                         budget,
-                        float(month_to_date_usd.get(team, 0.0)),
+                        float(spend.usd.get(team, 0.0)),
                         now,
                         thresholds_percent=cfg.budget_thresholds_percent,
                         tz=self.team_timezone(team),
+                        clusters=spend.clusters,
+                        missing=spend.missing,
                     )
-                except (ValueError, KeyError):  # a threshold without an alert kind; an unknown zone
+                except (ValueError, KeyError) as e:  # a threshold without an alert kind; an unknown zone
                     log.exception("alerts: budget of team %s not evaluated", team)
-                    errors += 1
-        report: QueueReport | None = None
+                    failed.append(f"budget of team {team}: {one_line(e)}")
         findings: list[Finding] = []
-        nodes: dict = {}
-        for cluster in self.clusters or (None,):
-            try:
-                snapshot, found, read = self.read_queues(now) if cluster is None else self.read_queues(now, cluster=cluster)
-            except Exception:  # noqa: BLE001 - one unreadable cluster must not silence the other alerts
-                log.exception("alerts: cluster %s unreadable at %s", cluster or "", now.isoformat())
-                errors += 1
-                continue
-            # Kueue's p90 and the spot ratio are the first cluster's, so is the report they join.
-            report = read if report is None else report
+        nodes: dict[str, Mapping[str, Node]] = {}
+        for cluster in self.clusters or ("",):
+            got = self._cluster_alerts(now, cluster)
+            alerts += got.alerts
+            findings += got.findings
+            nodes[cluster] = got.nodes
+            failed += got.failed
+        # One alert per team and day, however many clusters its idle on-demand GPUs are in.
+        alerts += idle_on_demand_alerts(findings, nodes, cfg.idle_on_demand_seconds, now)
+        return alerts, failed
+
+    def _cluster_alerts(self, now: datetime, cluster: str) -> _ClusterAlerts:
+        """The queue-wait, ClusterQueue p90 and spot-ratio alerts of ``cluster`` (``""``: the
+        only one), named by :func:`~actions.alerts.in_cluster` when there are several."""
+        cfg = self.settings
+        where = f"cluster {cluster}: " if cluster else ""
+        alerts: list[Alert] = []
+        failed: list[str] = []
+        found: list[Finding] = []
+        nodes: Mapping[str, Node] = {}
+        report: QueueReport | None = None
+        try:
+            snapshot, found, report = self.read_queues(now, cluster=cluster) if cluster else self.read_queues(now)
+        except Exception as e:  # noqa: BLE001 - one unreadable cluster must not silence the other alerts
+            log.exception("alerts: %sKubernetes API unreadable at %s", where, now.isoformat())
+            failed.append(f"{where}Kubernetes API: {one_line(e)}")
+        else:
+            nodes = snapshot.nodes
             open_requests = {r.key: r.id for r in self.store.list_requests(states=["proposed"]) if r.id is not None}
             plans = {}
-            for p in read.pending:
+            for p in report.pending:
                 plan = plan_freeing(p, found, open_requests) if p.waiting_seconds > cfg.queue_wait_seconds else None
                 if plan is not None:
                     plans[p.workload.uid] = plan
-            alerts += queue_wait_alerts(read, cfg.queue_wait_seconds, plans)
-            findings += found
-            nodes.update({n: v for n, v in snapshot.nodes.items() if n not in nodes})
-        # One alert per team and day, however many clusters its idle on-demand GPUs are in.
-        alerts += idle_on_demand_alerts(findings, nodes, cfg.idle_on_demand_seconds, now)
-        if self.kueue is not None:
+            alerts += queue_wait_alerts(report, cfg.queue_wait_seconds, plans)
+        kueue = self.kueue.get(cluster)
+        if kueue is not None:
             try:
-                p90 = self.kueue.admission_wait_p90(now, ADMISSION_WAIT_WINDOW_SECONDS)
+                p90 = kueue.admission_wait_p90(now, ADMISSION_WAIT_WINDOW_SECONDS)
+                # Without the cluster's queues the teams a ClusterQueue serves are unknown.
                 if report is not None:
                     alerts += cluster_queue_wait_alerts(p90, report, cfg.queue_wait_seconds, now)
-            except Exception:  # noqa: BLE001
-                log.exception("alerts: admission-wait p90 unreadable at %s", now.isoformat())
-                errors += 1
+            except Exception as e:  # noqa: BLE001
+                log.exception("alerts: %sadmission-wait p90 unreadable at %s", where, now.isoformat())
+                failed.append(f"{where}admission-wait p90: {one_line(e)}")
             try:
-                ratios = self.kueue.spot_ratio_by_team(
+                ratios = kueue.spot_ratio_by_team(
                     now, cfg.spot_ratio_window_seconds, lambda ns: self.teams.team_for(ns).name
                 )
                 alerts += spot_ratio_alerts(ratios, cfg.spot_ratio_target, cfg.spot_ratio_window_seconds, now)
-            except Exception:  # noqa: BLE001
-                log.exception("alerts: spot ratio unreadable at %s", now.isoformat())
-                errors += 1
-        return alerts, errors
+            except Exception as e:  # noqa: BLE001
+                log.exception("alerts: %sspot ratio unreadable at %s", where, now.isoformat())
+                failed.append(f"{where}spot ratio: {one_line(e)}")
+        if cluster:
+            alerts = in_cluster(alerts, cluster, first=cluster == self.clusters[0])
+        return _ClusterAlerts(alerts, found, nodes, failed)
 
     def _snoozed_families(self, team: str, now: datetime) -> set[str]:
         return {
@@ -184,44 +230,56 @@ class AlertsJob:
             counts["unposted"] += 1
         return counts
 
-    def run(self, now: datetime | None = None, month_to_date_usd: Mapping[str, float] | None = None) -> dict[str, int]:
+    def run(
+        self, now: datetime | None = None, month_to_date_usd: Mapping[str, float] | MonthSpend | None = None,
+    ) -> dict[str, int]:
         """One run of the alerts at ``now`` (default ``clock()``): evaluate, then claim and post
-        each alert once. ``month_to_date_usd`` maps team -> USD spent this calendar month (budget
-        alerts are skipped without it). Never raises: failures are logged and counted in
-        ``errors``; returns the counts of :meth:`post` plus ``errors``."""
-        now = now or self.clock()
-        try:
-            alerts, errors = self.evaluate(now, month_to_date_usd)
-            counts = self.post(alerts, now)
-        except Exception:  # noqa: BLE001 - a failed run must not stop the next one
-            log.exception("alerts at %s failed", now.isoformat())
-            return {"posted": 0, "duplicate": 0, "snoozed": 0, "unposted": 0, "errors": 1}
-        counts["errors"] = errors
-        log.info("alerts at %s: %s", now.isoformat(), counts)
+        each alert once. ``month_to_date_usd`` maps team -> USD spent this calendar month, or is
+        a :class:`MonthSpend` (budget alerts are skipped without it). Never raises: failures are
+        logged and counted in ``errors``; returns the counts of :meth:`post` plus ``errors``."""
+        counts, _ = self._run(now or self.clock(), month_to_date_usd)
         return counts
 
-    def month_to_date_spend(self, now: datetime) -> dict[str, float] | None:
+    def _run(self, now: datetime, spend: Mapping[str, float] | MonthSpend | None) -> tuple[dict[str, int], list[str]]:
+        try:
+            alerts, failed = self.evaluate(now, spend)
+            counts = self.post(alerts, now)
+        except Exception as e:  # noqa: BLE001 - a failed run must not stop the next one
+            log.exception("alerts at %s failed", now.isoformat())
+            return {"posted": 0, "duplicate": 0, "snoozed": 0, "unposted": 0, "errors": 1}, [one_line(e)]
+        counts["errors"] = len(failed)
+        log.info("alerts at %s: %s", now.isoformat(), counts)
+        return counts, failed
+
+    def month_to_date_spend(self, now: datetime) -> MonthSpend | None:
         """Each team's USD spent from the start of ``now``'s calendar month (in
-        :attr:`timezone`) to ``now``, from :attr:`cost_report`; None (budget alerts skipped, the
-        reason logged) without a cost report or when Prometheus cannot be read."""
-        if self.cost_report is None:
+        :attr:`timezone`) to ``now``, summed over every cluster, from :attr:`spend_report`
+        (a cluster whose report failed is named in ``missing``); None (budget alerts skipped, the
+        reason logged) without a spend report or when no cluster's usage can be read."""
+        if self.spend_report is None:
             log.info("alerts: budget alerts skipped: the bot has no cost source")
             return None
         local = now.astimezone(ZoneInfo(self.timezone))
         month_start = local.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
         try:
-            report = self.cost_report(month_start.astimezone(now.tzinfo), now)
+            fleet = self.spend_report(month_start.astimezone(now.tzinfo), now)
         except Exception:  # noqa: BLE001 - the other alerts still run; this run is recorded as failed
             log.exception("alerts: month-to-date cost unreadable at %s", now.isoformat())
             return None
-        return {team: r.cost_usd for team, r in report.teams.items()}
+        return MonthSpend(
+            {team: r.cost_usd for team, r in fleet.fleet.teams.items()},
+            tuple(fleet.clusters) + tuple(fleet.failed), dict(fleet.failed),
+        )
 
     def scheduled(self, scheduled_at: datetime) -> None:
         """The scheduler's run for ``scheduled_at``: month-to-date spend, then :meth:`run`.
-        Raises RuntimeError when a source failed (after posting every alert the others gave), so
-        the run is recorded as ``error``."""
+        Raises RuntimeError naming each source that failed (a cluster, the spend), after posting
+        every alert the others gave, so the run is recorded as ``error``."""
         spend = self.month_to_date_spend(scheduled_at)
-        counts = self.run(scheduled_at, spend)
-        failed = counts["errors"] + (1 if spend is None and self.cost_report is not None else 0)
+        _, failed = self._run(scheduled_at, spend)
+        if spend is None and self.spend_report is not None:
+            failed.append("month-to-date spend (budget alerts skipped)")
+        elif spend is not None:
+            failed += [f"cluster {c}: spend not counted in budgets ({why})" for c, why in spend.missing.items()]
         if failed:
-            raise RuntimeError(f"alerts at {scheduled_at.isoformat()}: {failed} source(s) failed; see the log")
+            raise RuntimeError(f"alerts at {scheduled_at.isoformat()}: failed: " + "; ".join(failed))
