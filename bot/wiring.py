@@ -356,7 +356,7 @@ def build_slack_process(
 
     if not settings.slack_bot_token:
         raise SystemExit("SLACK_BOT_TOKEN is not set; `gpu-cost-bot check` lists what is missing")
-    metrics = BotMetrics()
+    metrics = BotMetrics(clusters=[t.name for t in settings.cluster_targets()])
     client = web_client(settings.slack_bot_token.get_secret_value(), settings.slack.base_url)
     rt = build_runtime(
         settings, chat=SlackChat(client, metrics), cluster_state=cluster_state, telemetry_file=telemetry_file,
@@ -381,7 +381,8 @@ def serve(
     if chat == "console":
         if not settings.slack.default_channel:
             settings = settings.model_copy(update={"slack": settings.slack.model_copy(update={"default_channel": CONSOLE_CHANNEL})})
-        rt = build_runtime(settings, cluster_state=cluster_state, telemetry_file=telemetry_file, metrics=BotMetrics())
+        rt = build_runtime(settings, cluster_state=cluster_state, telemetry_file=telemetry_file,
+                           metrics=BotMetrics(clusters=[t.name for t in settings.cluster_targets()]))
         Proposals(rt).settle(rt.clock(), why="The bot restarted")
         background = background_for(rt, settings)
         keeper = Periodic("housekeeping", settings.server.housekeeping_seconds, housekeeping(rt, settings)).start()

@@ -279,7 +279,7 @@ def two_clusters(tmp_path, shared_endpoint):
         config = _fleet_config(tmp_path, shared_endpoint, kubeconfig, ["east", "west"])
         settings = load_settings(config)
         clock = Clock(SWEEP_AT)
-        metrics = BotMetrics(CollectorRegistry())
+        metrics = BotMetrics(CollectorRegistry(), clusters=("east", "west"))
         out = io.StringIO()
         rt = build_runtime(settings, chat=ConsoleChat(out), clock=clock, metrics=metrics)
         try:
@@ -299,6 +299,9 @@ def test_findings_are_per_cluster_and_act_on_their_own_cluster(two_clusters):
     rt, east, west, clock, out = (getattr(two_clusters, k) for k in ("rt", "east", "west", "clock", "out"))
     outcome = sweep_for(rt).run(SWEEP_AT)
     assert outcome.counts["proposed"] == 2
+    for cluster in ("east", "west"):
+        assert two_clusters.metrics.registry.get_sample_value(
+            "gpu_cost_bot_findings", {"cluster": cluster, "kind": "idle-notebook"}) == 1
     reqs = _requests(rt)
     # The first cluster's key keeps the form of a bot of one cluster; the other's says its cluster.
     assert set(reqs) == {("east", KEY), ("west", f"west:{KEY}")}
@@ -332,6 +335,11 @@ def test_one_cluster_down_does_not_stop_the_other_and_its_requests_stay_open(two
     assert any(w.startswith("west: not swept") for w in outcome.warnings)
     assert metrics.registry.get_sample_value("gpu_cost_bot_cluster_sweep_failures_total", {"cluster": "west"}) == 1
     assert metrics.registry.get_sample_value("gpu_cost_bot_cluster_sweep_failures_total", {"cluster": "east"}) in (None, 0)
+    # East was swept (its telemetry ended a day ago: no finding now); west's series keeps the
+    # last sweep's figure, since nothing is known of west now.
+    findings = {c: metrics.registry.get_sample_value("gpu_cost_bot_findings", {"cluster": c, "kind": "idle-notebook"})
+                for c in ("east", "west")}
+    assert findings == {"east": 0, "west": 1}
 
     # The digest names the cluster that was not swept (Monday 09:00, the default digest_cron).
     monday = datetime(2026, 11, 23, 9, 5, tzinfo=UTC)

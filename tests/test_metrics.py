@@ -52,7 +52,8 @@ def scrape(url: str) -> dict[tuple[str, tuple], float]:
 @pytest.fixture
 def world(fleet_prometheus, tmp_path):  # noqa: F811
     with FakeSlack() as slack, FakeKubeApi.from_list_json((DEMO / "cluster.json").read_bytes()) as kube:
-        metrics = BotMetrics()
+        # A bot of one cluster: its findings' series carry its cluster_name.
+        metrics = BotMetrics(clusters=("gpu-lab",))
         client = web_client("xoxb-test", slack.base_url)
         store = Store(f"sqlite:///{tmp_path}/bot.db")
         store.migrate()
@@ -74,6 +75,7 @@ def world(fleet_prometheus, tmp_path):  # noqa: F811
             clock=clock,
             group_members=UserGroups(client, metrics=metrics).members,
             metrics=metrics,
+            cluster_name="gpu-lab",
         )
         server = serve_http(wsgi_app(events_route(build_app(rt, client, SECRET), SECRET), metrics=metrics), "127.0.0.1", 0)
         try:
@@ -94,8 +96,8 @@ def test_a_sweep_and_an_approval_show_in_the_metrics(world):
     assert m[("gpu_cost_bot_sweep_duration_seconds_count", (("phase", "detect"),))] == 1
     assert m[("gpu_cost_bot_sweep_duration_seconds_count", (("phase", "reconcile"),))] == 1
     assert m[("gpu_cost_bot_sweep_duration_seconds_sum", (("phase", "detect"),))] > 0
-    assert m[("gpu_cost_bot_findings", (("kind", "idle-notebook"),))] == 1
-    assert m[("gpu_cost_bot_findings", (("kind", "idle-workload"),))] == 0
+    assert m[("gpu_cost_bot_findings", (("cluster", "gpu-lab"), ("kind", "idle-notebook")))] == 1
+    assert m[("gpu_cost_bot_findings", (("cluster", "gpu-lab"), ("kind", "idle-workload")))] == 0
     assert m[("gpu_cost_bot_requests", (("state", "proposed"),))] == 1
 
     (req,) = rt.store.list_requests()

@@ -89,7 +89,7 @@ class Sweep:
         if self.metrics:
             self.metrics.sweep_phase("reconcile", time.perf_counter() - started)
             self.metrics.sweep_finished("ok")
-            self.metrics.set_findings(findings)
+            self.metrics.set_findings(findings, unreachable)
         self.proposals.refresh_metrics()
         return SweepOutcome(counts, found.warnings)
 

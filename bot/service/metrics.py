@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter as Tally
-from typing import Iterable, Literal, Mapping
+from typing import Iterable, Literal, Mapping, Sequence
 
 from prometheus_client import (
     GC_COLLECTOR,
@@ -54,7 +54,7 @@ class BotMetrics:
 
         gpu_cost_bot_sweeps_total{outcome="ok"|"error"}              counter
         gpu_cost_bot_sweep_duration_seconds{phase="detect"|"reconcile"} histogram
-        gpu_cost_bot_findings{kind}                                  gauge, set by every sweep
+        gpu_cost_bot_findings{cluster, kind}                         gauge, set by every sweep
         gpu_cost_bot_requests{state}                                 gauge, every request state
         gpu_cost_bot_actions_applied_total{verb}                     counter, real cluster changes
         gpu_cost_bot_actions_restored_total{verb}                    counter
@@ -64,9 +64,14 @@ class BotMetrics:
         gpu_cost_bot_reclaimed_usd_per_hour                          gauge, done and not dry run
         gpu_cost_bot_reclaimed_reserved_gpus                         gauge, the same on reserved capacity
         gpu_cost_bot_work_refused_total{pool}                        counter, chat work answered "busy"
+        gpu_cost_bot_cluster_sweep_failures_total{cluster}           counter, one cluster of several unread
+
+    ``clusters`` names the clusters the bot watches, the first one first (``cluster_name`` for a
+    bot of one): their finding series exist from the first scrape, and a finding that names no
+    cluster (a bot of one) counts as the first's.
     """
 
-    def __init__(self, registry: CollectorRegistry | None = None):
+    def __init__(self, registry: CollectorRegistry | None = None, clusters: Sequence[str] = ("default",)):
         if registry is None:
             registry = CollectorRegistry()
             for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
@@ -84,7 +89,7 @@ class BotMetrics:
             registry=registry,
         )
         self.findings = Gauge(
-            f"{PREFIX}_findings", "Idle GPU consumers found by the last sweep, by kind.", ["kind"],
+            f"{PREFIX}_findings", "Idle GPU consumers found by the last sweep, by cluster and kind.", ["cluster", "kind"],
             registry=registry,
         )
         self.requests = Gauge(
@@ -138,8 +143,10 @@ class BotMetrics:
             self.sweeps.labels(outcome)
         for phase in ("detect", "reconcile"):
             self.sweep_duration.labels(phase)
-        for kind in FINDING_KINDS:
-            self.findings.labels(kind).set(0)
+        self._clusters = tuple(clusters) or ("default",)
+        for cluster in self._clusters:
+            for kind in FINDING_KINDS:
+                self.findings.labels(cluster, kind).set(0)
         for state in sorted(STATES):
             self.requests.labels(str(state)).set(0)
         for verb in ActionVerb:
@@ -147,7 +154,7 @@ class BotMetrics:
             self.actions_restored.labels(verb.value)
         for operation in ("read", "apply", "restore"):
             self.kubernetes_api_errors.labels(operation)
-        self._finding_kinds: set[str] = set(FINDING_KINDS)
+        self._finding_series: set[tuple[str, str]] = {(c, k) for c in self._clusters for k in FINDING_KINDS}
 
     # --- sweeps ----------------------------------------------------------------------------------
 
@@ -159,12 +166,16 @@ class BotMetrics:
         """A sweep ended: ``ok`` when reconciled, ``error`` when detection or reconcile raised."""
         self.sweeps.labels(outcome).inc()
 
-    def set_findings(self, findings: Iterable[Finding]) -> None:
-        """The findings of the sweep just run; kinds seen before but absent now drop to 0."""
-        counts = Tally(f.kind for f in findings)
-        self._finding_kinds |= set(counts)
-        for kind in self._finding_kinds:
-            self.findings.labels(kind).set(counts.get(kind, 0))
+    def set_findings(self, findings: Iterable[Finding], unreachable: Iterable[str] = ()) -> None:
+        """The findings of the sweep just run, by cluster and kind; a cluster and kind seen before
+        but absent now drops to 0, except in the ``unreachable`` clusters: nothing is known of
+        them, so their series keep the last sweep's figures (their failures are counted)."""
+        counts = Tally((f.cluster or self._clusters[0], f.kind) for f in findings)
+        self._finding_series |= set(counts)
+        skipped = set(unreachable)
+        for cluster, kind in self._finding_series:
+            if cluster not in skipped:
+                self.findings.labels(cluster, kind).set(counts.get((cluster, kind), 0))
 
     # --- the store -------------------------------------------------------------------------------
 
