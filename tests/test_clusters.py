@@ -506,11 +506,18 @@ def test_gpu_queue_reads_the_cluster_asked_for(two_clusters):
     east.clear_requests()
     west.clear_requests()
     answer = to_text(queue("queue training --cluster west").message)
-    assert "Workloads read as kueue.x-k8s.io/" in answer
+    assert "Kueue queues for team training in cluster west" in answer and "Workloads read as kueue.x-k8s.io/" in answer
     assert west.requests and not east.requests
+    # No cluster named: every cluster's queues, each in its section.
+    both = to_text(queue("queue training").message)
+    assert both.index("Kueue queues for team training in cluster east") < both.index("in cluster west")
+    assert both.count("job-eval-4d5e6 waits") == 2
     two_clusters.west_link.cut()
     assert "I could not read the cluster" in to_text(queue("queue --cluster west").message)
-    assert "Workloads read as" in to_text(queue("queue").message)  # the first cluster, as before
+    # West down: east's queues still shown, west named with why.
+    both = to_text(queue("queue").message)
+    assert "Kueue queues in cluster east" in both and both.count("job-eval-4d5e6 waits") == 1
+    assert "Kueue queues in cluster west: I could not read the cluster: " in both
     unknown = queue("queue --cluster north")
     assert unknown.ephemeral and "no cluster 'north'; the clusters are east, west" in to_text(unknown.message)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from actions.alerts import gpus_text
 from actions.queue import QueueReport, wait_sentence
 from actions.sources.kubernetes import ClusterReadError
@@ -21,11 +23,11 @@ def _wait(seconds: float | None) -> str:
     return "nothing pending" if seconds is None else f"oldest pending {blocks.duration(seconds)}"
 
 
-def report_message(report: QueueReport, api_version: str | None, team: str | None) -> Message:
+def report_message(report: QueueReport, api_version: str | None, team: str | None, cluster: str = "") -> Message:
     """The answer as Block Kit: one section per ClusterQueue with its LocalQueues, then who waits
-    and what idles elsewhere."""
+    and what idles elsewhere; ``cluster`` (one of several) is named in the heading."""
     scope = f" for team {team}" if team else ""
-    heading = f"Kueue queues{scope}"
+    heading = f"Kueue queues{scope}" + (f" in cluster {cluster}" if cluster else "")
     title = blocks.plain(heading)
     if api_version is None:
         text = f"{title}: Kueue is not installed on this cluster (no kueue.x-k8s.io API)."
@@ -75,8 +77,27 @@ def report_message(report: QueueReport, api_version: str | None, team: str | Non
     return Message(text=text, blocks=out[:50])
 
 
-def handle(args: str, ctx: CommandContext) -> Reply:
+def fleet_message(answers: Sequence[tuple[str, Message | str]]) -> Message:
+    """The answer of a bot of several clusters: each cluster's :func:`report_message` in turn,
+    or, for a cluster that could not be read, a line saying why (``(cluster, why)``). Slack
+    takes 50 blocks per message: the later clusters' are cut first."""
+    out: list[dict] = []
+    texts = []
+    for cluster, answer in answers:
+        if isinstance(answer, str):
+            line = f"Kueue queues in cluster {blocks.plain(cluster)}: I could not read the cluster: {blocks.plain(answer)}"
+            out.append(blocks.section(line))
+            texts.append(line)
+        else:
+            out += answer.blocks
+            texts.append(answer.text)
+    return Message(text="; ".join(texts), blocks=out[:50])
 
+
+def handle(args: str, ctx: CommandContext) -> Reply:
+    """``/gpu queue [team] [--cluster NAME]``: one cluster's queues (the only one, or the one
+    named); with several clusters and none named, every cluster's, each in its own section, one
+    that cannot be read named with why."""
     args, cluster = cluster_arg(args, CLUSTER_EXAMPLE)
     parts = args.split()
     if len(parts) > 1:
@@ -87,10 +108,20 @@ def handle(args: str, ctx: CommandContext) -> Reply:
     # An unconfigured name is still a team: each namespace in no configured team is its own.
     team = parts[0] if parts else None
     now = rt.clock()
+    if rt.clusters and cluster is None:
+        answers: list[tuple[str, Message | str]] = []
+        for name in rt.cluster_names():
+            try:
+                snapshot, _, report = rt.read_queues(now, team=team, cluster=name)
+            except ClusterReadError as e:
+                answers.append((name, str(e)))
+                continue
+            answers.append((name, report_message(report, snapshot.workload_api_version, team, name)))
+        return Reply(fleet_message(answers))
     try:
         snapshot, _, report = rt.read_queues(now, team=team, cluster=cluster)
     except UnknownCluster as e:
         raise UsageError(blocks.plain(str(e)), f"/gpu queue --cluster {rt.cluster_names()[0]}") from None
     except ClusterReadError as e:
         return Reply(blocks.error_message(f"I could not read the cluster: {blocks.plain(e)}"))
-    return Reply(report_message(report, snapshot.workload_api_version, team))
+    return Reply(report_message(report, snapshot.workload_api_version, team, cluster or ""))
