@@ -258,7 +258,7 @@ def report(
     from actions.cost import to_jsonable as report_jsonable
     from actions.reporting import build_report
     from bot.chat.chart import cost_chart_png
-    from bot.chat.commands.cost import all_teams_message, team_message
+    from bot.chat.commands.cost import all_teams_message, team_message, team_where
     from bot.chat.console import to_text
     from bot.jobs.prices import price_book
     from bot.readers import cost_setup
@@ -313,7 +313,8 @@ def report(
             data["clusters"] = [dataclasses.asdict(t) for t in fleet.totals()]
         typer.echo(json.dumps(data, indent=2))
     elif chosen is not None:
-        typer.echo(to_text(team_message(chosen, spot_ratio_target=setup.spot_ratio_target)))
+        where, by_cluster = team_where(fleet, cluster if s.clusters else None, team)
+        typer.echo(to_text(team_message(chosen, spot_ratio_target=setup.spot_ratio_target, where=where, by_cluster=by_cluster)))
     else:
         typer.echo(to_text(all_teams_message(built, fleet, cluster if s.clusters else None)))
     _warn(warnings)

@@ -199,7 +199,7 @@ def digests_for(rt: Runtime, settings: Settings, *, holder: str | None = None) -
     from bot.jobs import digests
 
     return digests.DigestsJob(
-        store=rt.store, chat=rt.chat, settings=settings, reports=rt.cost_report,
+        store=rt.store, chat=rt.chat, settings=settings, reports=rt.fleet_report,
         holder=holder or replica_identity(settings.leader_election), clock=rt.clock,
         unreachable=lambda: dict(rt.unreachable),
         advice=rt.advice if rt.advice_setup is not None else None,

@@ -27,12 +27,19 @@ from apscheduler.triggers.cron import CronTrigger
 
 from actions.advising import AdviceResult
 from actions.cost import CostReport, TeamReport
+from actions.fleet import FleetReport
 from actions.model import utc_now
 from actions.store import Store
 from bot.chat import Chat, Message
 from bot.chat.blocks import section
 from bot.chat.blocks.advice import could_save_lines
-from bot.chat.blocks.digests import admin_summary_message, chart_comment, team_digest_message, unreachable_note
+from bot.chat.blocks.digests import (
+    admin_summary_message,
+    chart_comment,
+    clusters_note,
+    team_digest_message,
+    unreachable_note,
+)
 from bot.chat.chart import cost_chart_png
 from bot.settings import Settings
 
@@ -56,7 +63,7 @@ DIGEST_CHECK_SECONDS = 900
 # How late a digest may still go out (a restart, a failover, Prometheus down at 09:00).
 DIGEST_CATCH_UP_SECONDS = 6 * 3600
 
-ReportFn = Callable[[datetime, datetime], CostReport]
+ReportFn = Callable[[datetime, datetime], CostReport | FleetReport]
 ChartFn = Callable[[TeamReport | CostReport], bytes]
 AdviceFn = Callable[[datetime, str | None], AdviceResult]
 
@@ -140,8 +147,9 @@ def _filename(who: str, end: datetime, tz: str) -> str:
 @dataclass
 class DigestsJob:
     """Sends the digests that are due: ``settings`` gives the schedule (``costs``), the teams and
-    the admin channel; ``reports(start, end)`` computes a period's CostReport
-    (:meth:`bot.chat.runtime.Runtime.cost_report`); ``chart(report)`` draws a TeamReport or CostReport
+    the admin channel; ``reports(start, end)`` computes a period's CostReport, or a FleetReport
+    (:meth:`bot.chat.runtime.Runtime.fleet_report`) whose digests, when it has several clusters,
+    say each cluster's share and name those whose report failed; ``chart(report)`` draws a TeamReport or CostReport
     as PNG bytes. Claims are recorded in ``store`` as ``holder`` (this replica's identity).
     ``unreachable()`` gives the clusters the last sweep could not read (cluster -> why), named in
     every digest (:attr:`bot.chat.runtime.Runtime.unreachable`). ``advice(at, team)``
@@ -190,7 +198,7 @@ class DigestsJob:
         """
         days = self.settings.costs.digest_period_days
         results: list[DigestResult] = []
-        computed: dict[tuple[datetime, datetime], CostReport | Exception] = {}
+        computed: dict[tuple[datetime, datetime], CostReport | FleetReport | Exception] = {}
         for d in due_digests(self.settings, now):
             if self._claimed(d):
                 results.append(DigestResult(d, "claimed-elsewhere"))
@@ -229,7 +237,12 @@ class DigestsJob:
         """The scheduler's check for ``scheduled_at``: :meth:`run` at that time."""
         self.run(scheduled_at)
 
-    def _send(self, d: DueDigest, report: CostReport, days: int) -> None:
+    def _send(self, d: DueDigest, report: CostReport | FleetReport, days: int) -> None:
+        fleet = report if isinstance(report, FleetReport) else None
+        if fleet is not None:
+            # A fleet of one is that cluster's own report (its notes not prefixed with its name).
+            several = len(fleet.clusters) + len(fleet.failed) > 1
+            report = fleet.fleet if several else next(iter(fleet.clusters.values()))
         subject: TeamReport | CostReport
         if d.team is None:
             message: Message = admin_summary_message(report, d.tz, days)
@@ -238,9 +251,11 @@ class DigestsJob:
             team = report.teams.get(d.team) or _empty_team_report(d.team, report.period_start, report.period_end)
             message = team_digest_message(team, d.tz, days)
             subject, has_use = team, team.gpu_hours > 0
-        note = unreachable_note(self.unreachable())
-        if note is not None:
-            message = Message(text=message.text, blocks=[*message.blocks, note], metadata=message.metadata)
+        notes = [n for n in (clusters_note(fleet, d.team) if fleet else None, unreachable_note(self.unreachable())) if n]
+        if notes:
+            # Slack takes 50 blocks: room for the notes and the "could save" section.
+            kept = message.blocks[: 49 - len(notes)]
+            message = Message(text=message.text, blocks=[*kept, *notes], metadata=message.metadata)
         self.chat.post(d.channel, self._could_save(d, message))
         if has_use:
             self.chat.upload_file(

@@ -15,10 +15,11 @@ from typing import Iterable
 from zoneinfo import ZoneInfo
 
 from actions.cost import EFFICIENCY_TARGET, CostReport, FlavorLine, TeamReport
+from actions.fleet import FleetReport
 from bot.chat import Message
 from bot.chat.blocks import SECTION_CHARS, context, header, plain, section, usd
 
-__all__ = ["admin_summary_message", "chart_comment", "period_label", "team_digest_message"]
+__all__ = ["admin_summary_message", "chart_comment", "clusters_note", "period_label", "team_digest_message"]
 
 MAX_BLOCKS = 50
 
@@ -191,3 +192,21 @@ def unreachable_note(unreachable: Mapping[str, str]) -> dict | None:
     # The reason is for a person to recognise (refused, timed out, denied), not a log line.
     named = "; ".join(f"*{plain(c)}* ({plain(why if len(why) <= 160 else why[:159] + '…')})" for c, why in sorted(unreachable.items()))
     return context(f":warning: Not swept for idle GPUs at the last sweep, could not be reached: {named}")
+
+
+def clusters_note(fleet: FleetReport, team: str | None) -> dict | None:
+    """A context block saying a digest's figures are every cluster's together, with each
+    cluster's share (USD and GPU-hours; ``team``'s, or every team's for None) and the clusters
+    whose report failed, whose figures are not in the totals; None for a fleet of one cluster."""
+    if len(fleet.clusters) + len(fleet.failed) < 2:
+        return None
+    shares = []
+    for name, report in fleet.clusters.items():
+        part = report if team is None else report.teams.get(team)
+        cost, hours = (part.cost_usd, part.gpu_hours) if part is not None else (0.0, 0.0)
+        shares.append(f"{plain(name)} {usd(cost)} ({hours:,.0f} GPU-hrs)")
+    text = "All clusters together: " + ", ".join(shares) + "."
+    if fleet.failed:
+        text += " :warning: Not in the totals, no report: " + "; ".join(
+            f"*{plain(c)}* ({plain(why if len(why) <= 160 else why[:159] + '…')})" for c, why in fleet.failed.items()) + "."
+    return context(text)

@@ -4,7 +4,7 @@ one (the team's approvers only, audited)."""
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from actions.alerts import month_end_forecast, month_progress
 from bot.chat import Message, blocks
@@ -31,6 +31,22 @@ def parse_usd_per_month(text: str) -> float | None:
         return None
     value = float(number.replace(",", ""))
     return value * 1000 if m["k"] else value
+
+
+def _across(rt, start: datetime, end: datetime) -> str:  # noqa: ANN001 - a Runtime
+    """With several clusters: which clusters the spend sums (each cluster's report of the
+    period, shared with the spend just read) and those whose report failed, not counted."""
+    if not rt.clusters:
+        return ""
+    try:
+        fleet = rt.fleet_report(start, end)
+    except Exception:  # noqa: BLE001 - the spend was read; only its breakdown is missing
+        return ""
+    text = f"\n    summed over clusters {blocks.plain(', '.join(fleet.clusters))}"
+    if fleet.failed:
+        text += "; :warning: not counted, no report: " + "; ".join(
+            f"{blocks.plain(c)} ({blocks.plain(why)})" for c, why in fleet.failed.items())
+    return text
 
 
 def _show(ctx: CommandContext, team: str | None) -> Reply:
@@ -76,6 +92,7 @@ def _show(ctx: CommandContext, team: str | None) -> Reply:
                     f", month-end forecast {blocks.usd(forecast)} ({100 * forecast / usd:.0f}%; linear "
                     f"from {progress.fraction:.0%} of the month)"
                 )
+            line += _across(rt, start, now)
         lines.append(line)
     text = "\n".join(lines)
     return Reply(Message(text=text.splitlines()[0].replace("*", ""), blocks=[blocks.section(text)]))

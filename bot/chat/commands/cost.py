@@ -54,12 +54,16 @@ def period_label(start: datetime, end: datetime) -> str:
     return f"{start:%Y-%m-%d} – {last:%Y-%m-%d} ({span})"
 
 
-def team_message(r: TeamReport, notes: tuple[str, ...] = (), spot_ratio_target: float | None = None) -> Message:
+def team_message(
+    r: TeamReport, notes: tuple[str, ...] = (), spot_ratio_target: float | None = None, where: str = "",
+    by_cluster: str | None = None,
+) -> Message:
     """A team's report as Block Kit, laid out like a monthly chargeback: GPU-hours by GPU model
     and capacity type with their prices, idle GPU-hours and their cost, efficiency against the
     80% target, spot ratio (against ``spot_ratio_target``, ratio 0-1, when given), top consumers
-    with their idle share; the price sources and ``notes`` in context blocks."""
-    title = f"GPU cost: {r.team}"
+    with their idle share; the price sources and ``notes`` in context blocks. ``where`` ends the
+    title (``", all clusters"``); ``by_cluster`` (:func:`team_clusters_line`) follows the total."""
+    title = f"GPU cost: {r.team}{where}"
     lines = [f"*GPU-hours consumed: {_hours(r.gpu_hours)}*"]
     for f in r.by_flavor[:MAX_FLAVOR_LINES]:
         lines.append(
@@ -71,6 +75,8 @@ def team_message(r: TeamReport, notes: tuple[str, ...] = (), spot_ratio_target: 
     if hidden > 0:
         lines.append(f"• … and {hidden} more lines, {blocks.usd(sum(f.cost_usd for f in r.by_flavor[MAX_FLAVOR_LINES:]))}")
     lines.append(f"*Total: {blocks.usd(r.cost_usd)}*")
+    if by_cluster:
+        lines.append(by_cluster)
     eff_mark = "" if r.efficiency is None else (" :white_check_mark:" if r.efficiency > EFFICIENCY_TARGET else " :warning:")
     spot_target = "" if spot_ratio_target is None else f" (target > {spot_ratio_target:.0%})"
     kpis = [
@@ -111,6 +117,31 @@ def _cost_cell(cost: float, hours: float, unpriced: float) -> str:
     if unpriced and unpriced >= hours:
         return "no price"
     return blocks.usd(cost) + ("*" if unpriced else "")
+
+
+def team_clusters_line(fleet: FleetReport, team: str) -> str:
+    """``team``'s share of each cluster of ``fleet``, USD and GPU-hours, in configured order; a
+    cluster whose report failed says so (its figures are not in the total)."""
+    parts = []
+    for t in fleet.totals():
+        if t.error is not None:
+            parts.append(f"{blocks.plain(t.cluster)} no report")
+            continue
+        r = fleet.clusters[t.cluster].teams.get(team)
+        parts.append(f"{blocks.plain(t.cluster)} {blocks.usd(r.cost_usd if r else 0.0)} ({_hours(r.gpu_hours if r else 0.0)})")
+    return "By cluster: " + " · ".join(parts)
+
+
+def team_where(fleet: FleetReport | None, cluster: str | None, team: str) -> tuple[str, str | None]:
+    """``(where, by_cluster)`` for :func:`team_message` of a bot of several clusters:
+    ``", cluster west"`` for a report of one named ``cluster``; ``", all clusters"`` and
+    :func:`team_clusters_line` for the ``fleet``'s; ``("", None)`` for a bot of one
+    (``cluster`` None and no fleet, or a fleet of one)."""
+    if cluster:
+        return f", cluster {cluster}", None
+    if fleet is not None and len(fleet.totals()) > 1:
+        return ", all clusters", team_clusters_line(fleet, team)
+    return "", None
 
 
 def clusters_table(fleet: FleetReport) -> str:
@@ -238,4 +269,5 @@ def handle(args: str, ctx: CommandContext) -> Reply:
             blocks.plain(f"No team {team!r} in this period (teams: {known})."),
             blocks.plain(f"/gpu cost {next(iter(sorted(report.teams)), 'research')} 30d"),
         )
-    return Reply(team_message(found, report.notes, rt.costs.spot_ratio_target), ephemeral=False)
+    where, by_cluster = team_where(fleet, cluster if rt.clusters else None, team)
+    return Reply(team_message(found, report.notes, rt.costs.spot_ratio_target, where, by_cluster), ephemeral=False)

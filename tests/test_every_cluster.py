@@ -1,6 +1,8 @@
-"""The alerts of a bot of two clusters: every cluster's queue waits, ClusterQueue admission-wait
-p90 and spot ratio, each alert naming its cluster and claimed apart from the other cluster's; one
-cluster's API server down silences only its own alerts; budgets sum both clusters' spend.
+"""A bot of two clusters reads every cluster, not the first: every cluster's queue waits,
+ClusterQueue admission-wait p90 and spot ratio, each alert naming its cluster and claimed apart
+from the other cluster's; one cluster's API server down silences only its own alerts; budget
+alerts, ``/gpu budget``, ``/gpu cost <team>`` and the digests sum both clusters' spend, say so,
+and name a cluster whose spend could not be read.
 
 Two wire-level fake API servers hold the demo cluster (Kueue Workloads of ClusterQueue
 ``gpu-cluster-queue``); one real Prometheus holds Kueue's ``kueue_admission_wait_time_seconds``
@@ -21,11 +23,12 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from bot.chat.console import ConsoleChat
+from bot.chat.commands import CommandContext, dispatch
+from bot.chat.console import ConsoleChat, to_text
 from bot.readers import kueue_by_cluster
 from bot.service.metrics import BotMetrics
 from bot.settings import load_settings
-from bot.wiring import alerts_for, build_runtime
+from bot.wiring import alerts_for, build_runtime, digests_for
 from tests.fakes.kube_api import FakeKubeApi
 from tests.fakes.tcp_proxy import TcpProxy
 from tests.prometheus_server import running_prometheus
@@ -163,38 +166,94 @@ def _usage_config(tmp_path: Path, usage_url: str, east_api: str, west_api: str, 
     return path
 
 
-@pytest.mark.parametrize("west_down", [False, True], ids=["both-read", "west-unreadable"])
-def test_budget_alerts_sum_every_cluster_and_say_which(tmp_path, usage_endpoint, west_down):  # noqa: F811
+@pytest.fixture(params=[False, True], ids=["both-read", "west-unreadable"])
+def usage_fleet(request, tmp_path, usage_endpoint):  # noqa: F811
+    """A bot of clusters east and west over 30 days of usage history (tests/test_clusters.py's
+    shared endpoint), at 2026-11-21 00:00; with the param, west's own Prometheus refuses (a port
+    nothing listens on), so its reports fail. ``east_usd``/``west_usd``: research's spend of
+    November so far in each (0 for a west that cannot be read), from each cluster's own report."""
     east_items = json.dumps({"apiVersion": "v1", "kind": "List", "items": [SPOT_NODE]}).encode()
     west_items = json.dumps({"apiVersion": "v1", "kind": "List", "items": []}).encode()
     now = datetime(2026, 11, 21, tzinfo=timezone.utc)
     with FakeKubeApi.from_list_json(east_items) as east, FakeKubeApi.from_list_json(west_items) as west:
-        # A port nothing listens on: west's Prometheus refuses.
-        dead = f"http://127.0.0.1:{_free_port()}" if west_down else None
+        dead = f"http://127.0.0.1:{_free_port()}" if request.param else None
         settings = load_settings(_usage_config(tmp_path, usage_endpoint, east.url, west.url, dead))
         out = io.StringIO()
         rt = build_runtime(settings, chat=ConsoleChat(out), clock=Clock(now))
-        start = datetime(2026, 11, 1, tzinfo=timezone.utc)
-        east_usd = rt.cost_report(start, now, cluster="east").teams["research"].cost_usd
-        west_usd = 0.0 if west_down else rt.cost_report(start, now, cluster="west").teams["research"].cost_usd
-        assert east_usd > 0 and (west_down or west_usd > 0)
-        rt.store.set_budget("research", east_usd + west_usd, "U0ADMIN", now)  # exactly 100% of both
+        month = datetime(2026, 11, 1, tzinfo=timezone.utc)
+        east_usd = rt.cost_report(month, now, cluster="east").teams["research"].cost_usd
+        west_usd = 0.0 if request.param else rt.cost_report(month, now, cluster="west").teams["research"].cost_usd
+        assert east_usd > 0 and (request.param or west_usd > 0)
+        yield SimpleNamespace(rt=rt, settings=settings, out=out, now=now, west_down=request.param,
+                              east_usd=east_usd, west_usd=west_usd)
 
-        job = alerts_for(rt, settings)
-        spend = job.month_to_date_spend(now)
-        assert spend.usd["research"] == pytest.approx(east_usd + west_usd)
-        assert spend.clusters == ("east", "west") and set(spend.missing) == ({"west"} if west_down else set())
-        alerts, _ = job.evaluate(now, spend)
-        (hundred,) = [a for a in alerts if a.team == "research" and a.kind == "budget-100"]
-        assert hundred.cluster == "" and hundred.period_key == "2026-11"  # one per team, not per cluster
-        if west_down:
-            assert "Spend summed over clusters east. Not counted, could not be read: west (" in hundred.text
-            with pytest.raises(RuntimeError, match="cluster west: spend not counted in budgets"):
-                job.scheduled(now)
-        else:
-            assert "Spend summed over clusters east, west." in hundred.text
-            job.scheduled(now)
-            assert "research has used 100% of its GPU budget for 2026-11" in out.getvalue()
+
+def test_budget_alerts_sum_every_cluster_and_say_which(usage_fleet):
+    f = usage_fleet
+    f.rt.store.set_budget("research", f.east_usd + f.west_usd, "U0ADMIN", f.now)  # exactly 100% of both
+    job = alerts_for(f.rt, f.settings)
+    spend = job.month_to_date_spend(f.now)
+    assert spend.usd["research"] == pytest.approx(f.east_usd + f.west_usd)
+    assert spend.clusters == ("east", "west") and set(spend.missing) == ({"west"} if f.west_down else set())
+    alerts, _ = job.evaluate(f.now, spend)
+    (hundred,) = [a for a in alerts if a.team == "research" and a.kind == "budget-100"]
+    assert hundred.cluster == "" and hundred.period_key == "2026-11"  # one per team, not per cluster
+    if f.west_down:
+        assert "Spend summed over clusters east. Not counted, could not be read: west (" in hundred.text
+        with pytest.raises(RuntimeError, match="cluster west: spend not counted in budgets"):
+            job.scheduled(f.now)
+    else:
+        assert "Spend summed over clusters east, west." in hundred.text
+        job.scheduled(f.now)
+        assert "research has used 100% of its GPU budget for 2026-11" in f.out.getvalue()
+
+
+def _command(rt, text: str) -> str:
+    return to_text(dispatch(text, CommandContext(user="U0ANY", prices=rt.prices, rt=rt, channel="C0ANY",
+                                                 spend_usd=rt.spend_function())).message)
+
+
+def test_gpu_budget_sums_every_cluster_and_names_one_not_read(usage_fleet):
+    f = usage_fleet
+    f.rt.store.set_budget("research", 2 * (f.east_usd + f.west_usd), "U0ADMIN", f.now)
+    answer = _command(f.rt, "budget research")
+    assert f"spent ${f.east_usd + f.west_usd:,.2f} in 2026-11 (50%)" in answer
+    if f.west_down:
+        assert "summed over clusters east; :warning: not counted, no report: west (" in answer
+    else:
+        assert "summed over clusters east, west" in answer and "not counted" not in answer
+
+
+def test_gpu_cost_of_a_team_says_each_cluster_s_share(usage_fleet):
+    f = usage_fleet
+    answer = _command(f.rt, "cost research mtd")
+    assert "GPU cost: research, all clusters" in answer
+    total = f"Total: ${f.east_usd + f.west_usd:,.2f}\nBy cluster: east ${f.east_usd:,.2f} ("
+    assert total in answer
+    if f.west_down:
+        assert "· west no report" in answer
+    else:
+        assert f"· west ${f.west_usd:,.2f} (" in answer
+    one = _command(f.rt, "cost research mtd --cluster east")
+    assert "GPU cost: research, cluster east" in one and "By cluster" not in one
+
+
+def test_digests_sum_every_cluster_and_name_one_not_read(usage_fleet):
+    f = usage_fleet
+    # Monday 2026-11-16 09:00 UTC, the default digest_cron: the week of Nov 9-16.
+    monday = datetime(2026, 11, 16, 9, 5, tzinfo=timezone.utc)
+    start, end = datetime(2026, 11, 9, 9, tzinfo=timezone.utc), datetime(2026, 11, 16, 9, tzinfo=timezone.utc)
+    east = f.rt.cost_report(start, end, cluster="east").teams["research"]
+    results = digests_for(f.rt, f.settings, holder="test").run(monday)
+    # West's report failing does not stop the digests: they go out with east's figures.
+    assert {r.outcome for r in results} == {"sent"}
+    posted = f.out.getvalue()
+    east_share = f"All clusters together: east ${east.cost_usd:,.2f} ({east.gpu_hours:,.0f} GPU-hrs)"
+    if f.west_down:
+        assert f"{east_share}. :warning: Not in the totals, no report: west (" in posted
+    else:
+        west = f.rt.cost_report(start, end, cluster="west").teams["research"]
+        assert f"{east_share}, west ${west.cost_usd:,.2f} ({west.gpu_hours:,.0f} GPU-hrs)." in posted
 
 
 def _free_port() -> int:
