@@ -161,6 +161,7 @@ def _usage_config(tmp_path: Path, usage_url: str, east_api: str, west_api: str, 
         "teams": [{"name": t.name, "namespaces": t.namespaces, "channel": "C0ALL"} for t in TEAMS.teams.values()],
         "prices": PRICES.model_dump(exclude_none=True, exclude={"aws"}),
         "costs": {"team_label": "team", "query_timeout_seconds": 5},
+        "slack": {"admin_channel": "C0ADMIN"},
         "clusters": clusters,
     }))
     return path
@@ -254,6 +255,9 @@ def test_digests_sum_every_cluster_and_name_one_not_read(usage_fleet):
     else:
         west = f.rt.cost_report(start, end, cluster="west").teams["research"]
         assert f"{east_share}, west ${west.cost_usd:,.2f} ({west.gpu_hours:,.0f} GPU-hrs)." in posted
+    # The all-teams summary: each cluster's whole cost.
+    everyone = f.rt.cost_report(start, end, cluster="east")
+    assert f"All clusters together: east ${everyone.cost_usd:,.2f} ({everyone.gpu_hours:,.0f} GPU-hrs)" in posted
 
 
 def _free_port() -> int:
