@@ -107,15 +107,27 @@ def works_unseen(u: ConsumerUsage, policy: AdvicePolicy) -> bool:
 RESIZABLE = {("kubeflow.org/v1", "Notebook"), ("apps/v1", "Deployment"), ("apps/v1", "StatefulSet")}
 
 
-def resize_of(u: ConsumerUsage, after: tuple[tuple[str, int], ...]) -> GpuResize | None:
+def resize_of(u: ConsumerUsage, after: tuple[tuple[str, int], ...],
+              node_selector: tuple[tuple[str, str], ...] = ()) -> GpuResize | None:
     """The pod template change that makes right-sizing advice: ``nvidia.com/gpu: whole_gpus``
-    -> ``after`` in its one pod's template, or ``None`` (advice only) when the consumer runs more
-    than one pod (the GPUs are spread over replicas: fewer pods is a person's call) or its
-    object is not a Notebook, Deployment or StatefulSet."""
+    -> ``after`` in its one pod's template (and ``node_selector`` labels added), or ``None``
+    (advice only) when the consumer runs more than one pod (the GPUs are spread over replicas:
+    fewer pods is a person's call) or its object is not a Notebook, Deployment or StatefulSet."""
     t = u.target
     if t is None or (t.api_version, t.kind) not in RESIZABLE or len(u.pods) != 1:
         return None
-    return GpuResize(before=(("nvidia.com/gpu", u.whole_gpus),), after=after)
+    return GpuResize(before=(("nvidia.com/gpu", u.whole_gpus),), after=after, node_selector=node_selector)
+
+
+def mig_node_selector(gpu_model: str, profile: str) -> tuple[tuple[str, str], ...]:
+    """The node label that says a node offers MIG ``profile`` of ``gpu_model`` (its NVML name,
+    as DCGM's ``modelName`` gives it): GPU Feature Discovery, under the ``mixed`` MIG strategy,
+    labels such a node ``nvidia.com/mig-<profile>.product: <name, spaces as dashes>-MIG-<profile>``
+    (its value is the same whatever the count, unlike ``.count``; and it names the parent GPU, so
+    an A100's 1g.10gb is not taken for an H100's). Empty when the model is unknown."""
+    if not gpu_model.strip():
+        return ()
+    return ((f"nvidia.com/mig-{profile}.product", f"{gpu_model.strip().replace(' ', '-')}-MIG-{profile}"),)
 
 
 def _mig(u: ConsumerUsage, fit, quote: PriceQuote, current: float, base: list, policy: AdvicePolicy) -> Recommendation:
@@ -129,16 +141,18 @@ def _mig(u: ConsumerUsage, fit, quote: PriceQuote, current: float, base: list, p
         (f"MIG {fit.profile}", f"{_mib(fit.memory_mib)}, {fit.slices} of {fit.gpu_slices} compute slices ({fit.share:.1%})"),
     ]
     advised = money(current * fit.share / u.whole_gpus)
+    selector = mig_node_selector(u.gpu_model, fit.profile)
+    where = "".join(f", nodeSelector `{k}: {v}`" for k, v in selector)
     return Recommendation(
         kind="mig", key=f"mig/{u.key}", team=u.team, namespace=u.namespace, subject=u.subject,
         summary=f"run {u.subject} on MIG {fit.profile} instead of {u.whole_gpus} whole {u.gpu_model}",
-        change=f"request `{fit.resource}: 1` instead of `nvidia.com/gpu: {u.whole_gpus}` "
-        f"(on a node whose GPUs are partitioned with {fit.profile}, GPU Operator mig.strategy mixed)",
+        change=f"request `{fit.resource}: 1` instead of `nvidia.com/gpu: {u.whole_gpus}`{where} "
+        f"(a node whose GPUs are partitioned with {fit.profile}, GPU Operator mig.strategy mixed)",
         current_usd_per_month=current, advised_usd_per_month=advised,
         saving_usd_per_month=money(current - advised), evidence=tuple(evidence), prices=(quote,),
         notes=(f"{usd_rate(rate)}/GPU-hour x {monthly:,.1f} GPU-hours a month; a {fit.profile} instance "
                f"is charged {fit.slices}/{fit.gpu_slices} of a GPU",),
-        target=u.target, resize=resize_of(u, ((fit.resource, 1),)),
+        target=u.target, resize=resize_of(u, ((fit.resource, 1),), selector) if selector else None,
     )
 
 

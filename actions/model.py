@@ -509,11 +509,14 @@ class GpuResize:
     ``(("nvidia.com/gpu", 1),)``, or ``(("nvidia.com/gpu", 1),)`` ->
     ``(("nvidia.com/mig-1g.10gb", 1),)`` (NVIDIA device plugin, MIG strategy mixed).
     ``container`` names the container; ``None`` means the only one that requests ``before``.
+    ``node_selector`` holds ``(label, value)`` pairs the change adds to the pod template's
+    ``nodeSelector`` so the pod lands where ``after`` is offered (a MIG profile's node).
     """
 
     before: tuple[tuple[str, int], ...]
     after: tuple[tuple[str, int], ...]
     container: str | None = None
+    node_selector: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -669,6 +672,7 @@ def action_from_jsonable(a: Mapping[str, Any]) -> ProposedAction:
             before=tuple((str(k), int(v)) for k, v in resize["before"]),
             after=tuple((str(k), int(v)) for k, v in resize["after"]),
             container=resize.get("container"),
+            node_selector=tuple((str(k), str(v)) for k, v in resize.get("node_selector") or ()),
         ) if resize else None,
     )
 

@@ -214,15 +214,72 @@ def usage(**changes) -> ConsumerUsage:
     return ConsumerUsage(**base)
 
 
+# GPU Feature Discovery under mig.strategy mixed labels a node offering a MIG profile with
+# nvidia.com/mig-<profile>.product = <parent GPU name, spaces as dashes>-MIG-<profile>, beside .count
+# and .memory (NVIDIA/gpu-feature-discovery internal/lm/mig-strategy.go newMigStrategyMixedLabeler:
+# resource "nvidia.com/mig-" + name; internal/lm/resource.go NewMIGResourceLabeler: baseLabeler(count,
+# model, "MIG", migProfile), productLabel joins the parts with "-" after replacing spaces). The
+# product's value does not change with the count, so it is what a nodeSelector can name exactly.
+MIG_NODE = ("nvidia.com/mig-1g.10gb.product", "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb")
+
+
 def test_mig_advice_on_a_notebook_carries_the_action_that_applies_it(fake, writer):
     [r] = [r for r in advise_consumer(usage(), BUNDLED, AdvicePolicy()) if r.kind == "mig"]
     assert r.action == ProposedAction(
         ActionVerb.RESIZE_GPUS, NOTEBOOK, r.summary,
-        GpuResize(before=(("nvidia.com/gpu", 1),), after=(("nvidia.com/mig-1g.10gb", 1),)),
+        GpuResize(before=(("nvidia.com/gpu", 1),), after=(("nvidia.com/mig-1g.10gb", 1),), node_selector=(MIG_NODE,)),
     )
-    writer.apply(r.action, NOW)
-    limits = containers(fake, "Notebook", "ml-research", "llm-explore")[0]["resources"]["limits"]
+    assert "nodeSelector `nvidia.com/mig-1g.10gb.product: NVIDIA-H100-80GB-HBM3-MIG-1g.10gb`" in r.change
+    before = copy.deepcopy(fake.get("Notebook", "ml-research", "llm-explore"))
+    assert "nodeSelector" not in before["spec"]["template"]["spec"]
+    undo = writer.apply(r.action, NOW)
+    pod = fake.get("Notebook", "ml-research", "llm-explore")["spec"]["template"]["spec"]
+    limits = pod["containers"][0]["resources"]["limits"]
     assert limits["nvidia.com/mig-1g.10gb"] == "1" and "nvidia.com/gpu" not in limits
+    assert pod["nodeSelector"] == {"nvidia.com/mig-1g.10gb.product": "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb"}
+    # One merge patch carries both, so the template is never half changed.
+    assert len([q for q in fake.requests if q.method == "PATCH"]) == 1
+    assert undo["node_selector"] == {"had": False, "before": {MIG_NODE[0]: None}}
+    assert writer.apply(r.action, NOW) == undo  # applied twice: the same record, read back
+    writer.restore(r.action, undo, NOW)
+    # There was no nodeSelector: Restore removes it, not leaves {}.
+    assert fake.get("Notebook", "ml-research", "llm-explore")["spec"] == before["spec"]
+
+
+def test_the_mig_node_selector_is_merged_into_one_there_was_and_restored_exactly(fake, writer):
+    obj = fake.get("Notebook", "ml-research", "llm-explore")
+    obj["spec"]["template"]["spec"]["nodeSelector"] = {
+        "karpenter.sh/nodepool": "gpu", MIG_NODE[0]: "NVIDIA-A100-SXM4-80GB-MIG-1g.10gb"}
+    fake.add(obj)
+    before = copy.deepcopy(fake.get("Notebook", "ml-research", "llm-explore"))
+    [r] = [r for r in advise_consumer(usage(), BUNDLED, AdvicePolicy()) if r.kind == "mig"]
+    undo = writer.apply(r.action, NOW)
+    assert fake.get("Notebook", "ml-research", "llm-explore")["spec"]["template"]["spec"]["nodeSelector"] == {
+        "karpenter.sh/nodepool": "gpu", MIG_NODE[0]: MIG_NODE[1]}
+    assert undo["node_selector"] == {"had": True, "before": {MIG_NODE[0]: "NVIDIA-A100-SXM4-80GB-MIG-1g.10gb"}}
+    writer.restore(r.action, undo, NOW)
+    assert fake.get("Notebook", "ml-research", "llm-explore")["spec"] == before["spec"]
+
+
+def test_restore_keeps_a_node_label_someone_set_since():
+    obj = four_gpu_deployment()
+    change = GpuResize(before=(("nvidia.com/gpu", 4),), after=(("nvidia.com/mig-3g.40gb", 1),), container="trainer",
+                       node_selector=(("nvidia.com/mig-3g.40gb.product", "NVIDIA-H100-80GB-HBM3-MIG-3g.40gb"),))
+    patch, undo = plan_apply(resize(TRAIN, change), obj, NOW)
+    applied = merge_patch(obj, patch)
+    applied["spec"]["template"]["spec"]["nodeSelector"]["nvidia.com/mig-3g.40gb.product"] = "theirs"
+    back = merge_patch(applied, plan_restore(resize(TRAIN, change), undo, applied))
+    assert back["spec"]["template"]["spec"]["nodeSelector"] == {"nvidia.com/mig-3g.40gb.product": "theirs"}
+    assert back["spec"]["template"]["spec"]["containers"] == obj["spec"]["template"]["spec"]["containers"]
+
+
+def test_the_mig_node_label_names_the_parent_gpu_as_nvml_does():
+    from actions.advice import mig_node_selector
+
+    # NVML names an A100 "NVIDIA A100-SXM4-40GB"; GFD replaces spaces with dashes.
+    assert mig_node_selector("NVIDIA A100-SXM4-40GB", "1g.5gb") == (
+        ("nvidia.com/mig-1g.5gb.product", "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"),)
+    assert mig_node_selector(" ", "1g.5gb") == ()  # unknown model: no label, so no Apply
 
 
 def test_fewer_gpus_advice_on_a_one_pod_deployment_is_applicable_and_on_replicas_is_advice_only():
@@ -272,6 +329,7 @@ def test_mig_advice_becomes_a_request_that_an_approver_applies_and_restores(data
     nb = rt.cluster.get("Notebook", "ml-research", "llm-explore")
     limits = nb["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
     assert limits == {"memory": "32Gi", "nvidia.com/mig-1g.10gb": "1"}
+    assert nb["spec"]["template"]["spec"]["nodeSelector"] == dict([MIG_NODE])
     assert rt.store.get(request_id).state == "done"
     assert buttons(slack.messages(CHANNEL)[req.message_ts]) == ["gpu_restore"]
 
@@ -281,6 +339,7 @@ def test_mig_advice_becomes_a_request_that_an_approver_applies_and_restores(data
         "limits": {"memory": "32Gi", "nvidia.com/gpu": "1"},
         "requests": {"cpu": "4", "memory": "32Gi", "nvidia.com/gpu": "1"},
     }
+    assert "nodeSelector" not in nb["spec"]["template"]["spec"]  # the MIG node's label went with it
     assert rt.store.get(request_id).state == "restored"
 
 
