@@ -323,17 +323,17 @@ def test_new_advice_is_posted_to_each_team_once_and_again_only_when_it_changes(a
     out = io.StringIO()
     job = AdviceJob(store, ConsoleChat(out, clock=lambda: ADVISE_AT), teams, rt.advice)
     # The idle reservation is the cluster admins' advice, and this config gives them no channel.
-    assert job.run(ADVISE_AT) == {"posted": 4, "repeated": 0, "no-channel": 1, "requests": 0}
+    assert job.run(ADVISE_AT) == {"posted": 4, "repeated": 0, "no-channel": 1, "requests": 0, "silenced": 0}
     first = out.getvalue()
     assert "C0RESEARCH" in first and "C0STEADY" in first and "could save $59,439.77/month" in first
     # Nothing changed: nothing is posted, here or by another replica sharing the store.
     again = AdviceJob(store, ConsoleChat(io.StringIO()), teams, rt.advice)
-    assert again.run(ADVISE_AT) == {"posted": 0, "repeated": 4, "no-channel": 1, "requests": 0}
+    assert again.run(ADVISE_AT) == {"posted": 0, "repeated": 4, "no-channel": 1, "requests": 0, "silenced": 0}
     # Spot interrupted every 3 h instead of 4: the spot advice changed, and only it is posted.
     rt.advice_setup = AdviceSetup(rt.advice_setup.history, POLICY.model_copy(update={"interruption_hours": 3.0}))
     out3 = io.StringIO()
     changed = AdviceJob(store, ConsoleChat(out3), teams, rt.advice)
-    assert changed.run(ADVISE_AT) == {"posted": 1, "repeated": 3, "no-channel": 1, "requests": 0}
+    assert changed.run(ADVISE_AT) == {"posted": 1, "repeated": 3, "no-channel": 1, "requests": 0, "silenced": 0}
     assert "run Job research/pretrain" in out3.getvalue() and "sweep" not in out3.getvalue()
 
 
