@@ -119,6 +119,25 @@ def resize_of(u: ConsumerUsage, after: tuple[tuple[str, int], ...],
     return GpuResize(before=(("nvidia.com/gpu", u.whole_gpus),), after=after, node_selector=node_selector)
 
 
+def container_plan(u: ConsumerUsage) -> list[tuple[str, int, int]]:
+    """For one pod of several containers holding whole GPUs, each such container as ``(name,
+    GPUs now, GPUs it needs)``: the most it had busy at once (its own quantile), at least 1 and
+    at most what it holds. Empty when any of them has no per-container figure. Pure."""
+    whole = [c for c in u.containers if c[1] > 0]
+    if len(whole) < 2 or any(b is None for _, _, b in whole):
+        return []
+    return [(n, c, min(c, max(1, math.ceil(b - 1e-9)))) for n, c, b in whole if b is not None]
+
+
+def container_resize(u: ConsumerUsage, change: tuple[str, int, int]) -> GpuResize | None:
+    """The pod template change of one container: ``(name, GPUs now, GPUs advised)``, naming the
+    container; ``None`` (advice only) where :func:`resize_of` would give none."""
+    name, now, advised = change
+    whole = resize_of(u, (("nvidia.com/gpu", advised),))
+    return None if whole is None else GpuResize(
+        before=(("nvidia.com/gpu", now),), after=(("nvidia.com/gpu", advised),), container=name)
+
+
 def mig_node_selector(gpu_model: str, profile: str) -> tuple[tuple[str, str], ...]:
     """The node label that says a node offers MIG ``profile`` of ``gpu_model`` (its NVML name,
     as DCGM's ``modelName`` gives it): GPU Feature Discovery, under the ``mixed`` MIG strategy,
@@ -209,6 +228,15 @@ def _right_size(u: ConsumerUsage, quote: PriceQuote, prices: PriceBook, policy: 
         *_history(u, window),
         (f"p{pct:g} of GPUs busy at once ({signal} > {policy.busy_engine_pct:g}%)", f"{u.busy_gpus:g} of {u.whole_gpus}"),
     ]
+    plan = container_plan(u)
+    whole_containers = [c for c in u.containers if c[1] > 0]
+    if len(whole_containers) > 1:
+        # Each container keeps its own GPUs: no fewer than one each, and, known per container,
+        # what it used at once.
+        needed = sum(k for _, _, k in plan) if plan else max(needed, len(whole_containers))
+        if plan:
+            evidence.append((f"p{pct:g} of GPUs busy at once per container",
+                             ", ".join(f"{n} {b:g} of {c}" for n, c, b in whole_containers)))
     if needed == 1 and u.peak_fb_mib is not None and u.peak_engine_pct is not None:
         fit = smallest_profile(u.gpu_model, u.peak_fb_mib, u.peak_engine_pct, policy.fb_headroom)
         smaller = smaller_gpu(u.gpu_model, quote, prices, u.peak_fb_mib, u.peak_engine_pct,
@@ -227,17 +255,26 @@ def _right_size(u: ConsumerUsage, quote: PriceQuote, prices: PriceBook, policy: 
     if needed >= u.whole_gpus:
         return None
     advised = money(current * needed / u.whole_gpus)
+    changed = [(n, c, k) for n, c, k in plan if k < c]
+    if len(whole_containers) > 1:
+        change = ("; ".join(f"set `nvidia.com/gpu: {k}` in container `{n}` (now {c})" for n, c, k in changed)
+                  if changed else f"run it on {needed} GPUs in all (now {u.whole_gpus} over {len(whole_containers)} "
+                  "containers): fewer GPUs in the containers that use fewer")
+        resize = container_resize(u, changed[0]) if len(changed) == 1 else None
+    elif len(u.pods) == 1:
+        change, resize = f"set `nvidia.com/gpu: {needed}` in its pod template (now {u.whole_gpus})", resize_of(
+            u, (("nvidia.com/gpu", needed),))
+    else:
+        change, resize = (f"run it on {needed} GPUs in all (now {u.whole_gpus} over {len(u.pods)} pods): fewer pods "
+                          "or fewer GPUs each"), None
     return Recommendation(
         kind="fewer-gpus", key=f"fewer-gpus/{u.key}", team=u.team, namespace=u.namespace, subject=u.subject,
         summary=f"give {u.subject} {needed} GPU{'s' if needed > 1 else ''} instead of {u.whole_gpus}",
-        change=(
-            f"set `nvidia.com/gpu: {needed}` in its pod template (now {u.whole_gpus})" if len(u.pods) == 1
-            else f"run it on {needed} GPUs in all (now {u.whole_gpus} over {len(u.pods)} pods): fewer pods or fewer GPUs each"
-        ),
+        change=change,
         current_usd_per_month=current, advised_usd_per_month=advised,
         saving_usd_per_month=money(current - advised), evidence=tuple(evidence), prices=(quote,),
         notes=(f"{usd_rate(rate)}/GPU-hour x {monthly:,.1f} GPU-hours a month x {needed}/{u.whole_gpus}",),
-        target=u.target, resize=resize_of(u, (("nvidia.com/gpu", needed),)),
+        target=u.target, resize=resize,
     )
 
 

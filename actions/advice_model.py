@@ -104,6 +104,8 @@ class ConsumerUsage:
     ``busy_gpus`` (the ``busy_quantile`` of its GPUs busy at once), ``mean_power_w`` (watts, the
     highest mean of its GPUs) beside ``idle_power_ceiling_w`` (watts, the sweep's idle
     ceiling for its GPU model). Any history figure may be ``None`` when Prometheus had no series.
+    ``containers`` lists, for one pod of several GPU containers, each as ``(name, whole GPUs,
+    GPUs busy at once)`` (the ``busy_quantile`` over that container's GPUs alone, or ``None``).
     """
 
     key: str
@@ -130,6 +132,7 @@ class ConsumerUsage:
     annotations: Mapping[str, str] = field(default_factory=dict)
     workload: str | None = None
     target: ObjectRef | None = None
+    containers: tuple[tuple[str, int, float | None], ...] = ()
 
     @property
     def subject(self) -> str:

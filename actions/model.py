@@ -265,7 +265,8 @@ class GpuPod:
 
     ``gpus`` counts whole GPUs (``nvidia.com/gpu``) plus MIG slices (``nvidia.com/mig-*``), summed
     over containers (init containers excluded); ``gpu_resource`` is the resource name that was
-    requested (the first one found if several).
+    requested (the first one found if several); ``containers`` the GPU resources of each
+    container that requests any, by container name.
     """
 
     namespace: str
@@ -281,6 +282,8 @@ class GpuPod:
     annotations: Mapping[str, str] = field(default_factory=dict)
     owners: tuple[OwnerRef, ...] = ()
     devices: Mapping[str, int] = field(default_factory=dict)
+    # Each container that requests GPUs: (name, ((resource, count), ...)); empty when not read.
+    containers: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
 
     @property
     def requested(self) -> Mapping[str, int]:
