@@ -290,6 +290,40 @@ def test_the_weekly_digest_gains_a_could_save_section_with_the_top_three_and_the
     assert "steady" not in text
 
 
+def test_the_digest_leaves_out_advice_a_team_exempted(advice_prometheus, store):
+    import io
+    from datetime import timedelta
+
+    from actions.cost import CostReport, TeamReport
+    from bot.chat.console import ConsoleChat
+    from bot.jobs.digests import DigestsJob
+    from bot.settings.model import Settings
+
+    settings = Settings.model_validate({
+        "teams": [{"name": "research", "namespaces": ["research"], "channel": "C0RESEARCH"}],
+        "costs": {"digest_cron": "30 0 * * mon"},
+    })
+    rt = _runtime(advice_prometheus)
+    [sweep] = [r for r in rt.advice(ADVISE_AT, "research").recommendations if r.kind == "fewer-gpus"]
+    # The team pressed Exempt on the sweep's right-sizing request (its key is the advice's).
+    req = store.create_request(key=sweep.key, team="research", kind="right-size", namespace="research", name="sweep",
+                               verb="", target=None, finding_json="{}", usd_per_hour=0.0, gpus=8, dry_run=True,
+                               now=ADVISE_AT - timedelta(days=1), ttl_seconds=86400)
+    store.transition(req.id, from_states=["proposed"], to_state="exempt", now=ADVISE_AT - timedelta(days=1),
+                     actor="U0APPROVER", event="exempt", until=ADVISE_AT + timedelta(days=6))
+
+    def reports(start, end):
+        return CostReport(start, end, {"research": TeamReport("research", start, end, 0.0, 0.0, 0.0, 0.0, None, None)})
+
+    out = io.StringIO()
+    job = DigestsJob(store, ConsoleChat(out, clock=lambda: ADVISE_AT), settings, reports, "test", clock=lambda: ADVISE_AT,
+                     advice=rt.advice)
+    assert [r.outcome for r in job.run(ADVISE_AT)] == ["sent"]
+    text = out.getvalue()
+    # spot 25,000.46 + MIG 4,304.91 = 29,305.37: the sweep's 30,134.40 is left out.
+    assert "Could save $29,305.37/month" in text and "sweep" not in text
+
+
 def test_report_json_gains_the_advice_and_what_it_could_save(advice_prometheus, cli_files):
     from typer.testing import CliRunner
 
