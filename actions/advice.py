@@ -10,6 +10,10 @@ Per consumer (:func:`advise_consumer`), over the last ``AdvicePolicy.window_seco
   peak engine activity fit a MIG profile of its GPU (:func:`actions.mig.smallest_profile`); it
   then costs the profile's share of the GPU (``1g`` of 7 slices: 1/7), as the bot's GPU
   accounting charges a MIG instance;
+- **a smaller GPU**: the same fit on a cheaper GPU model of the catalog on the same cloud
+  (:mod:`actions.smaller_gpu`: memory from NVIDIA's datasheets, peak activity scaled by the
+  datasheets' throughput ratio under ``smaller_gpu_max_pct``); when both fit, the one that costs
+  less is advised and the other named in its notes, so a consumer gets one right-sizing advice;
 - **spot**: an on-demand job (never a notebook, never serving) that restarts cleanly, priced at
   the interruption-adjusted spot rate ``spot x I / (I - C/2)`` of :mod:`actions.estimate`.
 
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from typing import Iterable, Mapping, Sequence
 
 from actions.advice_model import (
@@ -41,6 +46,8 @@ from actions.estimate import format_hours, interruption_overhead, usd_rate
 from actions.mig import smallest_profile
 from actions.model import CapacityType, GpuResize, PriceQuote, to_jsonable
 from actions.prices import PriceBook, PriceNotFound
+from actions.smaller_gpu import SmallerGpu, smaller_gpu
+from actions.text import usd
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$")
 _UNIT_HOURS = {"s": 1 / 3600, "m": 1 / 60, "h": 1.0, "d": 24.0}
@@ -100,19 +107,113 @@ def works_unseen(u: ConsumerUsage, policy: AdvicePolicy) -> bool:
 RESIZABLE = {("kubeflow.org/v1", "Notebook"), ("apps/v1", "Deployment"), ("apps/v1", "StatefulSet")}
 
 
-def resize_of(u: ConsumerUsage, after: tuple[tuple[str, int], ...]) -> GpuResize | None:
+def resize_of(u: ConsumerUsage, after: tuple[tuple[str, int], ...],
+              node_selector: tuple[tuple[str, str], ...] = ()) -> GpuResize | None:
     """The pod template change that makes right-sizing advice: ``nvidia.com/gpu: whole_gpus``
-    -> ``after`` in its one pod's template, or ``None`` (advice only) when the consumer runs more
-    than one pod (the GPUs are spread over replicas: fewer pods is a person's call) or its
-    object is not a Notebook, Deployment or StatefulSet."""
+    -> ``after`` in its one pod's template (and ``node_selector`` labels added), or ``None``
+    (advice only) when the consumer runs more than one pod (the GPUs are spread over replicas:
+    fewer pods is a person's call) or its object is not a Notebook, Deployment or StatefulSet."""
     t = u.target
     if t is None or (t.api_version, t.kind) not in RESIZABLE or len(u.pods) != 1:
         return None
-    return GpuResize(before=(("nvidia.com/gpu", u.whole_gpus),), after=after)
+    return GpuResize(before=(("nvidia.com/gpu", u.whole_gpus),), after=after, node_selector=node_selector)
 
 
-def _right_size(u: ConsumerUsage, quote: PriceQuote, policy: AdvicePolicy, window: str) -> Recommendation | None:
-    """Fewer GPUs, or one MIG profile when one GPU is all it needs."""
+def container_plan(u: ConsumerUsage) -> list[tuple[str, int, int]]:
+    """For one pod of several containers holding whole GPUs, each such container as ``(name,
+    GPUs now, GPUs it needs)``: the most it had busy at once (its own quantile), at least 1 and
+    at most what it holds. Empty when any of them has no per-container figure. Pure."""
+    whole = [c for c in u.containers if c[1] > 0]
+    if len(whole) < 2 or any(b is None for _, _, b in whole):
+        return []
+    return [(n, c, min(c, max(1, math.ceil(b - 1e-9)))) for n, c, b in whole if b is not None]
+
+
+def container_resize(u: ConsumerUsage, change: tuple[str, int, int]) -> GpuResize | None:
+    """The pod template change of one container: ``(name, GPUs now, GPUs advised)``, naming the
+    container; ``None`` (advice only) where :func:`resize_of` would give none."""
+    name, now, advised = change
+    whole = resize_of(u, (("nvidia.com/gpu", advised),))
+    return None if whole is None else GpuResize(
+        before=(("nvidia.com/gpu", now),), after=(("nvidia.com/gpu", advised),), container=name)
+
+
+def mig_node_selector(gpu_model: str, profile: str) -> tuple[tuple[str, str], ...]:
+    """The node label that says a node offers MIG ``profile`` of ``gpu_model`` (its NVML name,
+    as DCGM's ``modelName`` gives it): GPU Feature Discovery, under the ``mixed`` MIG strategy,
+    labels such a node ``nvidia.com/mig-<profile>.product: <name, spaces as dashes>-MIG-<profile>``
+    (its value is the same whatever the count, unlike ``.count``; and it names the parent GPU, so
+    an A100's 1g.10gb is not taken for an H100's). Empty when the model is unknown."""
+    if not gpu_model.strip():
+        return ()
+    return ((f"nvidia.com/mig-{profile}.product", f"{gpu_model.strip().replace(' ', '-')}-MIG-{profile}"),)
+
+
+def _mig(u: ConsumerUsage, fit, quote: PriceQuote, current: float, base: list, policy: AdvicePolicy) -> Recommendation:
+    signal = u.engine_signal or "engine activity"
+    rate, monthly = rate4(quote.usd_per_gpu_hour), u.gpu_hours_per_month
+    evidence = [
+        *base,
+        ("peak framebuffer used (DCGM_FI_DEV_FB_USED)", _mib(u.peak_fb_mib or 0)),
+        (f"needed with {policy.fb_headroom:.0%} headroom", _mib(fit.needed_mib)),
+        (f"peak {signal}", f"{u.peak_engine_pct:.1f}%"),
+        (f"MIG {fit.profile}", f"{_mib(fit.memory_mib)}, {fit.slices} of {fit.gpu_slices} compute slices ({fit.share:.1%})"),
+    ]
+    advised = money(current * fit.share / u.whole_gpus)
+    selector = mig_node_selector(u.gpu_model, fit.profile)
+    where = "".join(f", nodeSelector `{k}: {v}`" for k, v in selector)
+    return Recommendation(
+        kind="mig", key=f"mig/{u.key}", team=u.team, namespace=u.namespace, subject=u.subject,
+        summary=f"run {u.subject} on MIG {fit.profile} instead of {u.whole_gpus} whole {u.gpu_model}",
+        change=f"request `{fit.resource}: 1` instead of `nvidia.com/gpu: {u.whole_gpus}`{where} "
+        f"(a node whose GPUs are partitioned with {fit.profile}, GPU Operator mig.strategy mixed)",
+        current_usd_per_month=current, advised_usd_per_month=advised,
+        saving_usd_per_month=money(current - advised), evidence=tuple(evidence), prices=(quote,),
+        notes=(f"{usd_rate(rate)}/GPU-hour x {monthly:,.1f} GPU-hours a month; a {fit.profile} instance "
+               f"is charged {fit.slices}/{fit.gpu_slices} of a GPU",),
+        target=u.target, resize=resize_of(u, ((fit.resource, 1),), selector) if selector else None,
+    )
+
+
+def _smaller(u: ConsumerUsage, fit: SmallerGpu, quote: PriceQuote, current: float, base: list,
+             policy: AdvicePolicy) -> Recommendation:
+    signal = u.engine_signal or "engine activity"
+    offer, spec, was = fit.quote, fit.spec, fit.current
+    per_gpu = u.gpu_hours_per_month / u.whole_gpus
+    rate = rate4(offer.usd_per_gpu_hour)
+    advised = money(per_gpu * rate)
+    evidence = [
+        *base,
+        ("peak framebuffer used (DCGM_FI_DEV_FB_USED)", _mib(u.peak_fb_mib or 0)),
+        (f"needed with {policy.fb_headroom:.0%} headroom", _mib(fit.needed_mib)),
+        (f"{spec.name} memory", f"{_mib(spec.memory_mib)} ({spec.source}, read {spec.as_of})"),
+        (f"peak {signal}", f"{u.peak_engine_pct:.1f}%"),
+        ("compute assumed", f"{was.name} -> {spec.name}: {was.tflops:g} -> {spec.tflops:g} dense FP16/BF16 tensor "
+         f"TFLOPS (x{fit.tflops_ratio:.2f}), {was.bandwidth_gbs:g} -> {spec.bandwidth_gbs:g} GB/s memory bandwidth "
+         f"(x{fit.bandwidth_ratio:.2f}); its work assumed to take the larger: {u.peak_engine_pct:.1f}% x "
+         f"{fit.slowdown:.2f} = {fit.scaled_pct:.1f}% of the {spec.family}, at most {policy.smaller_gpu_max_pct:g}%"),
+        (f"cheapest {spec.family} on {fit.cloud}", f"{offer.instance_type} at {usd_rate(rate)}/GPU-hour"),
+    ]
+    one = "one" if u.whole_gpus > 1 else "an"
+    return Recommendation(
+        kind="smaller-gpu", key=f"smaller-gpu/{u.key}", team=u.team, namespace=u.namespace, subject=u.subject,
+        summary=f"run {u.subject} on {one} {spec.family} ({offer.instance_type}) instead of "
+        f"{u.whole_gpus} {u.gpu_model}",
+        change=f"schedule it on {spec.family} nodes: nodeSelector `node.kubernetes.io/instance-type: "
+        f"{offer.instance_type}` (or a node pool of {spec.family} instances) with `nvidia.com/gpu: 1`",
+        current_usd_per_month=current, advised_usd_per_month=advised,
+        saving_usd_per_month=money(current - advised), evidence=tuple(evidence), prices=(quote, offer),
+        notes=(f"{usd_rate(rate)}/GPU-hour x {per_gpu:,.1f} GPU-hours a month on one {spec.family}; the pod's CPU "
+               f"and memory requests must fit {offer.instance_type}, or a larger {spec.family} instance type is "
+               "needed at its own price",),
+        target=u.target,
+    )
+
+
+def _right_size(u: ConsumerUsage, quote: PriceQuote, prices: PriceBook, policy: AdvicePolicy,
+                window: str) -> Recommendation | None:
+    """Fewer GPUs, or, when one GPU is all it needs, a MIG profile or a smaller GPU model:
+    whichever costs less, the other named in its notes."""
     if u.whole_gpus < 1 or u.busy_gpus is None:
         return None
     if works_unseen(u, policy):
@@ -127,42 +228,53 @@ def _right_size(u: ConsumerUsage, quote: PriceQuote, policy: AdvicePolicy, windo
         *_history(u, window),
         (f"p{pct:g} of GPUs busy at once ({signal} > {policy.busy_engine_pct:g}%)", f"{u.busy_gpus:g} of {u.whole_gpus}"),
     ]
-    fit = None
+    plan = container_plan(u)
+    whole_containers = [c for c in u.containers if c[1] > 0]
+    if len(whole_containers) > 1:
+        # Each container keeps its own GPUs: no fewer than one each, and, known per container,
+        # what it used at once.
+        needed = sum(k for _, _, k in plan) if plan else max(needed, len(whole_containers))
+        if plan:
+            evidence.append((f"p{pct:g} of GPUs busy at once per container",
+                             ", ".join(f"{n} {b:g} of {c}" for n, c, b in whole_containers)))
     if needed == 1 and u.peak_fb_mib is not None and u.peak_engine_pct is not None:
         fit = smallest_profile(u.gpu_model, u.peak_fb_mib, u.peak_engine_pct, policy.fb_headroom)
-    if fit is not None:
-        evidence += [
-            ("peak framebuffer used (DCGM_FI_DEV_FB_USED)", _mib(u.peak_fb_mib or 0)),
-            (f"needed with {policy.fb_headroom:.0%} headroom", _mib(fit.needed_mib)),
-            (f"peak {signal}", f"{u.peak_engine_pct:.1f}%"),
-            (f"MIG {fit.profile}", f"{_mib(fit.memory_mib)}, {fit.slices} of {fit.gpu_slices} compute slices ({fit.share:.1%})"),
-        ]
-        advised = money(current * fit.share / u.whole_gpus)
-        return Recommendation(
-            kind="mig", key=f"mig/{u.key}", team=u.team, namespace=u.namespace, subject=u.subject,
-            summary=f"run {u.subject} on MIG {fit.profile} instead of {u.whole_gpus} whole {u.gpu_model}",
-            change=f"request `{fit.resource}: 1` instead of `nvidia.com/gpu: {u.whole_gpus}` "
-            f"(on a node whose GPUs are partitioned with {fit.profile}, GPU Operator mig.strategy mixed)",
-            current_usd_per_month=current, advised_usd_per_month=advised,
-            saving_usd_per_month=money(current - advised), evidence=tuple(evidence), prices=(quote,),
-            notes=(f"{usd_rate(rate)}/GPU-hour x {monthly:,.1f} GPU-hours a month; a {fit.profile} instance "
-                   f"is charged {fit.slices}/{fit.gpu_slices} of a GPU",),
-            target=u.target, resize=resize_of(u, ((fit.resource, 1),)),
+        smaller = smaller_gpu(u.gpu_model, quote, prices, u.peak_fb_mib, u.peak_engine_pct,
+                              headroom=policy.fb_headroom, max_pct=policy.smaller_gpu_max_pct)
+        options = sorted(
+            [r for r in (fit and _mig(u, fit, quote, current, evidence, policy),
+                         smaller and _smaller(u, smaller, quote, current, evidence, policy)) if r],
+            key=lambda r: (r.advised_usd_per_month, r.kind),
         )
+        if options:
+            best, *other = options
+            # One piece of advice per consumer: the cheaper one, the other named beside it.
+            return replace(best, notes=best.notes + tuple(
+                f"also fits: {o.summary.removeprefix('run ' + u.subject + ' on ')} at {usd(o.advised_usd_per_month)}"
+                f" a month, saving less" for o in other))
     if needed >= u.whole_gpus:
         return None
     advised = money(current * needed / u.whole_gpus)
+    changed = [(n, c, k) for n, c, k in plan if k < c]
+    if len(whole_containers) > 1:
+        change = ("; ".join(f"set `nvidia.com/gpu: {k}` in container `{n}` (now {c})" for n, c, k in changed)
+                  if changed else f"run it on {needed} GPUs in all (now {u.whole_gpus} over {len(whole_containers)} "
+                  "containers): fewer GPUs in the containers that use fewer")
+        resize = container_resize(u, changed[0]) if len(changed) == 1 else None
+    elif len(u.pods) == 1:
+        change, resize = f"set `nvidia.com/gpu: {needed}` in its pod template (now {u.whole_gpus})", resize_of(
+            u, (("nvidia.com/gpu", needed),))
+    else:
+        change, resize = (f"run it on {needed} GPUs in all (now {u.whole_gpus} over {len(u.pods)} pods): fewer pods "
+                          "or fewer GPUs each"), None
     return Recommendation(
         kind="fewer-gpus", key=f"fewer-gpus/{u.key}", team=u.team, namespace=u.namespace, subject=u.subject,
         summary=f"give {u.subject} {needed} GPU{'s' if needed > 1 else ''} instead of {u.whole_gpus}",
-        change=(
-            f"set `nvidia.com/gpu: {needed}` in its pod template (now {u.whole_gpus})" if len(u.pods) == 1
-            else f"run it on {needed} GPUs in all (now {u.whole_gpus} over {len(u.pods)} pods): fewer pods or fewer GPUs each"
-        ),
+        change=change,
         current_usd_per_month=current, advised_usd_per_month=advised,
         saving_usd_per_month=money(current - advised), evidence=tuple(evidence), prices=(quote,),
         notes=(f"{usd_rate(rate)}/GPU-hour x {monthly:,.1f} GPU-hours a month x {needed}/{u.whole_gpus}",),
-        target=u.target, resize=resize_of(u, (("nvidia.com/gpu", needed),)),
+        target=u.target, resize=resize,
     )
 
 
@@ -216,7 +328,7 @@ def advise_consumer(u: ConsumerUsage, prices: PriceBook, policy: AdvicePolicy) -
     if quote is None:
         return []
     window = format_hours(u.window_seconds / 3600)
-    found = [_right_size(u, quote, policy, window), _spot(u, quote, prices, policy, window)]
+    found = [_right_size(u, quote, prices, policy, window), _spot(u, quote, prices, policy, window)]
     return [r for r in found if r is not None]
 
 

@@ -45,7 +45,9 @@ class AdvicePolicy(BaseModel):
     hourly history per team for commitments (default 30 days); a GPU counts as busy when its
     engine activity is above ``busy_engine_pct`` (percent 0-100); ``busy_quantile`` (ratio 0-1)
     of the GPUs busy at once decides how many a consumer needs; ``fb_headroom`` (ratio 0-1) is
-    added to the peak framebuffer before a MIG profile must hold it; ``baseline_quantile``
+    added to the peak framebuffer before a MIG profile or a smaller GPU must hold it; on a smaller
+    GPU the peak activity scaled by the datasheets' throughput ratio must stay at or under
+    ``smaller_gpu_max_pct`` (percent 0-100); ``baseline_quantile``
     (ratio 0-1) of hourly GPUs in use is the steady baseline worth committing to, and
     ``min_baseline_coverage`` (ratio 0-1) of the period's hours must have seen GPUs in use or
     the baseline is 0. ``interruption_hours``/``checkpoint_hours`` price spot when a consumer's
@@ -85,6 +87,7 @@ class AdvicePolicy(BaseModel):
             out[key] = rate
         return out
     commitment_rates: dict[str, CommitmentRate] = Field(default_factory=dict)
+    smaller_gpu_max_pct: float = Field(80.0, gt=0, le=100)
     reserved_idle_ratio: float = Field(0.2, gt=0, le=1)
 
 
@@ -101,6 +104,8 @@ class ConsumerUsage:
     ``busy_gpus`` (the ``busy_quantile`` of its GPUs busy at once), ``mean_power_w`` (watts, the
     highest mean of its GPUs) beside ``idle_power_ceiling_w`` (watts, the sweep's idle
     ceiling for its GPU model). Any history figure may be ``None`` when Prometheus had no series.
+    ``containers`` lists, for one pod of several GPU containers, each as ``(name, whole GPUs,
+    GPUs busy at once)`` (the ``busy_quantile`` over that container's GPUs alone, or ``None``).
     """
 
     key: str
@@ -127,6 +132,7 @@ class ConsumerUsage:
     annotations: Mapping[str, str] = field(default_factory=dict)
     workload: str | None = None
     target: ObjectRef | None = None
+    containers: tuple[tuple[str, int, float | None], ...] = ()
 
     @property
     def subject(self) -> str:
@@ -180,7 +186,7 @@ class ReservedUse:
 class Recommendation:
     """One piece of advice.
 
-    ``kind``: ``fewer-gpus``, ``mig``, ``spot``, ``commitment`` or ``reserved-idle``. ``subject`` names who it is
+    ``kind``: ``fewer-gpus``, ``mig``, ``smaller-gpu``, ``spot``, ``commitment`` or ``reserved-idle``. ``subject`` names who it is
     about, ``summary`` what to do in a sentence and ``change`` the manifest change or command
     that does it. Money: ``current_usd_per_month`` what the part advised on costs now,
     ``advised_usd_per_month`` after the change, ``saving_usd_per_month`` the difference (USD per

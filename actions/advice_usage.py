@@ -44,6 +44,13 @@ def multi_pod_consumers(groups: Mapping[str, tuple[Consumer, list[GpuPod]]]) -> 
     return {k: (c.namespace, [p.name for p in pods]) for k, (c, pods) in groups.items() if len(pods) > 1}
 
 
+def multi_container_pods(groups: Mapping[str, tuple[Consumer, list[GpuPod]]]) -> list[tuple[str, str]]:
+    """(namespace, pod) of each one-pod consumer whose pod has several GPU containers, for the
+    per-container busy query."""
+    return sorted((p.namespace, p.name) for _, pods in groups.values() if len(pods) == 1
+                  for p in pods if len(p.containers) > 1)
+
+
 def team_namespaces(snapshot: ClusterSnapshot, teams: TeamDirectory) -> dict[str, list[str]]:
     """Every configured team's namespaces, and each namespace of a running GPU pod that no team
     names as a team of its own (as the sweep does)."""
@@ -83,12 +90,15 @@ def consumer_usages(
     policy: Policy | PolicyBook,
     teams: TeamDirectory,
     window_seconds: float,
+    container_busy: Mapping[tuple[str, str, str], float] | None = None,
 ) -> list[ConsumerUsage]:
     """One ConsumerUsage per consumer in ``groups`` from the per-pod history ``pods``
     (:class:`~actions.sources.prometheus_advice.PodHistory`-shaped: namespace, pod, model_name,
     peak_fb_mib, peak_engine_pct, engine_signal, gpu_hours, busy_gpus, mean_power_w) and ``consumer_busy``
-    (key -> GPUs busy at once, for consumers of several pods). A consumer whose pods have no
-    history still gets one, with ``None`` figures. Pure."""
+    (key -> GPUs busy at once, for consumers of several pods) and ``container_busy``
+    ((namespace, pod, container) -> its GPUs busy at once, for a one-pod consumer's pod of
+    several GPU containers). A consumer whose pods have no history still gets one, with ``None``
+    figures. Pure."""
     book = policy if isinstance(policy, PolicyBook) else PolicyBook(policy, teams, snapshot.namespace_annotations)
     history = {(h.namespace, h.pod): h for h in pods}
     out = []
@@ -122,8 +132,19 @@ def consumer_usages(
             mean_power_w=most("mean_power_w"), idle_power_ceiling_w=pol.idle_ceiling(model)[0] if model else None,
             restarts_cleanly=_restarts_cleanly(consumer, members, snapshot),
             annotations=dict(consumer.annotations), workload=consumer.workload, target=consumer.job,
+            containers=_containers(members, container_busy or {}) if not mig_node else (),
         ))
     return out
+
+
+def _containers(members: Sequence[GpuPod], busy: Mapping[tuple[str, str, str], float]) -> tuple:
+    """A one-pod consumer's GPU containers when there are several: (name, whole GPUs, GPUs busy
+    at once or None)."""
+    if len(members) != 1 or len(members[0].containers) < 2:
+        return ()
+    p = members[0]
+    return tuple((name, dict(held).get(GPU_RESOURCE, 0), busy.get((p.namespace, p.name, name)))
+                 for name, held in p.containers)
 
 
 def team_baselines(

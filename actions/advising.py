@@ -16,6 +16,7 @@ from actions.advice_model import AdvicePolicy, ConsumerUsage, Recommendation, Te
 from actions.advice_usage import (
     consumer_pods,
     consumer_usages,
+    multi_container_pods,
     multi_pod_consumers,
     reserved_nodes,
     reserved_uses,
@@ -31,6 +32,7 @@ class HistorySource(Protocol):
     def fetch(
         self, at: datetime, policy: AdvicePolicy, consumers: Mapping[str, tuple[str, Sequence[str]]],
         teams: Mapping[str, Sequence[str]], reserved_nodes: Sequence[str] = (),
+        container_pods: Sequence[tuple[str, str]] = (),
     ):
         """An :class:`~actions.sources.prometheus_advice.AdviceHistory` ending at ``at``."""
 
@@ -97,8 +99,10 @@ def gather_advice(
         groups = {k: v for k, v in groups.items() if teams.team_for(v[0].namespace).name == team}
         namespaces = {team: teams.team_for_name(team).namespaces} if team in namespaces or team in teams.teams else {}
     reserved = reserved_nodes(snapshot, policy) if team is None else []
-    fetched = history.fetch(at, advice_policy, multi_pod_consumers(groups), namespaces, reserved)
-    usages = consumer_usages(snapshot, groups, fetched.pods, fetched.consumer_busy, policy, teams, advice_policy.window_seconds)
+    fetched = history.fetch(at, advice_policy, multi_pod_consumers(groups), namespaces, reserved,
+                            container_pods=multi_container_pods(groups))
+    usages = consumer_usages(snapshot, groups, fetched.pods, fetched.consumer_busy, policy, teams,
+                             advice_policy.window_seconds, fetched.container_busy)
     baselines = team_baselines(snapshot, fetched.teams, policy, teams, advice_policy.commitment_window_seconds)
     uses = reserved_uses(snapshot, fetched.reserved, policy, advice_policy.commitment_window_seconds)
     recs = advise(usages, baselines, prices, advice_policy, team=team, reserved=uses)

@@ -265,7 +265,8 @@ class GpuPod:
 
     ``gpus`` counts whole GPUs (``nvidia.com/gpu``) plus MIG slices (``nvidia.com/mig-*``), summed
     over containers (init containers excluded); ``gpu_resource`` is the resource name that was
-    requested (the first one found if several).
+    requested (the first one found if several); ``containers`` the GPU resources of each
+    container that requests any, by container name.
     """
 
     namespace: str
@@ -281,6 +282,8 @@ class GpuPod:
     annotations: Mapping[str, str] = field(default_factory=dict)
     owners: tuple[OwnerRef, ...] = ()
     devices: Mapping[str, int] = field(default_factory=dict)
+    # Each container that requests GPUs: (name, ((resource, count), ...)); empty when not read.
+    containers: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
 
     @property
     def requested(self) -> Mapping[str, int]:
@@ -509,11 +512,14 @@ class GpuResize:
     ``(("nvidia.com/gpu", 1),)``, or ``(("nvidia.com/gpu", 1),)`` ->
     ``(("nvidia.com/mig-1g.10gb", 1),)`` (NVIDIA device plugin, MIG strategy mixed).
     ``container`` names the container; ``None`` means the only one that requests ``before``.
+    ``node_selector`` holds ``(label, value)`` pairs the change adds to the pod template's
+    ``nodeSelector`` so the pod lands where ``after`` is offered (a MIG profile's node).
     """
 
     before: tuple[tuple[str, int], ...]
     after: tuple[tuple[str, int], ...]
     container: str | None = None
+    node_selector: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -669,6 +675,7 @@ def action_from_jsonable(a: Mapping[str, Any]) -> ProposedAction:
             before=tuple((str(k), int(v)) for k, v in resize["before"]),
             after=tuple((str(k), int(v)) for k, v in resize["after"]),
             container=resize.get("container"),
+            node_selector=tuple((str(k), str(v)) for k, v in resize.get("node_selector") or ()),
         ) if resize else None,
     )
 

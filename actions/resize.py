@@ -14,6 +14,12 @@ The container's GPU resources must be what the advice saw (``before``) or alread
 ones (``after``): anything else means the advice no longer holds and :func:`plan_resize_apply`
 raises :class:`StaleAdvice`. The undo record keeps each touched key's value as it was in
 ``limits`` and ``requests`` (``None`` where absent), so Restore puts back exactly that.
+
+A change may also add labels to the pod template's ``nodeSelector`` (``GpuResize.node_selector``:
+a MIG profile is offered only by nodes partitioned with it), in the same merge patch, so the
+template is never half changed. The undo record keeps each added key's old value and whether
+there was a ``nodeSelector`` at all; Restore puts those back, removing a ``nodeSelector`` that
+did not exist.
 """
 
 from __future__ import annotations
@@ -82,8 +88,24 @@ def _swap(resources: Mapping[str, Any], old: Mapping[str, int], new: Mapping[str
     return out
 
 
-def _patch(current: Mapping[str, Any], containers: list[dict]) -> dict:
-    patch: dict[str, Any] = {"spec": {"template": {"spec": {"containers": containers}}}}
+def _pod_spec(current: Mapping[str, Any]) -> Mapping[str, Any]:
+    return ((current.get("spec") or {}).get("template") or {}).get("spec") or {}
+
+
+def _selector_record(held: Mapping[str, str] | None, wanted: Mapping[str, str], applied: bool) -> dict:
+    """What Restore needs to put the pod template's ``nodeSelector`` back: ``had`` (whether it
+    held other keys, so an emptied one is removed, not left as ``{}``) and ``before`` (each
+    advised key's value, ``None`` where absent). Read back from an applied object, a key holding
+    the advised value is taken as added by the change (one merge patch wrote it with the GPUs)."""
+    held = dict(held or {})
+    if applied:
+        return {"had": bool(set(held) - set(wanted)),
+                "before": {k: None if held.get(k) == v else held.get(k) for k, v in wanted.items()}}
+    return {"had": bool(held), "before": {k: held.get(k) for k in wanted}}
+
+
+def _patch(current: Mapping[str, Any], containers: list[dict], **pod_fields: Any) -> dict:
+    patch: dict[str, Any] = {"spec": {"template": {"spec": {"containers": containers, **pod_fields}}}}
     resource_version = (current.get("metadata") or {}).get("resourceVersion")
     if resource_version:
         patch["metadata"] = {"resourceVersion": resource_version}
@@ -106,10 +128,14 @@ def plan_resize_apply(action: ProposedAction, current: Mapping[str, Any], undo: 
     now = gpu_resources(c)
     touched = sorted(set(before) | set(after))
     undo["container"] = c.get("name")
+    selector = dict(resize.node_selector)
+    held = _pod_spec(current).get("nodeSelector")
     if now == after:
         # Already applied: what was there is the advice's ``before`` in the sections that hold it.
         restored = _swap(c.get("resources") or {}, after, before)
         undo["before"] = {s: {k: (restored.get(s) or {}).get(k) for k in touched} for s in SECTIONS}
+        if selector:
+            undo["node_selector"] = _selector_record(held, selector, applied=True)
         return None
     if now != before:
         shown = ", ".join(f"{k}: {v}" for k, v in sorted(now.items())) or "no GPUs"
@@ -121,7 +147,10 @@ def plan_resize_apply(action: ProposedAction, current: Mapping[str, Any], undo: 
     resources = c.get("resources") or {}
     undo["before"] = {s: {k: (resources.get(s) or {}).get(k) for k in touched} for s in SECTIONS}
     c["resources"] = _swap(resources, before, after)
-    return _patch(current, containers)
+    if not selector:
+        return _patch(current, containers)
+    undo["node_selector"] = _selector_record(held, selector, applied=False)
+    return _patch(current, containers, nodeSelector=selector)  # a merge: the other keys stay
 
 
 def plan_resize_restore(action: ProposedAction, undo: Mapping[str, Any], current: Mapping[str, Any]) -> dict | None:
@@ -151,4 +180,12 @@ def plan_resize_restore(action: ProposedAction, undo: Mapping[str, Any], current
             values.pop(k, None)
         values.update({k: v for k, v in recorded.items() if v is not None})
     c["resources"] = resources
-    return _patch(current, containers)
+    record = undo.get("node_selector")
+    if not resize.node_selector or not isinstance(record, Mapping):
+        return _patch(current, containers)
+    held = dict(_pod_spec(current).get("nodeSelector") or {})
+    # Only keys still holding the advised value are put back: a label someone set since stays.
+    back = {k: record["before"].get(k) for k, v in resize.node_selector if held.get(k) == v}
+    if back and not record.get("had") and set(held) == set(back) and all(v is None for v in back.values()):
+        return _patch(current, containers, nodeSelector=None)  # there was none: remove it, not leave {}
+    return _patch(current, containers, nodeSelector=back) if back else _patch(current, containers)

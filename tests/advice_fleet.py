@@ -113,9 +113,11 @@ def gpus() -> list[Gpu]:
     return out
 
 
-def openmetrics() -> str:
-    """OpenMetrics text of every GPU's GPU_UTIL (percent), FB_USED (MiB) and POWER_USAGE (W)."""
-    fleet = [(g, ",".join(f'{k}="{v}"' for k, v in sorted(g.labels.items())), list(g.samples())) for g in gpus()]
+def openmetrics(of: list[Gpu] | None = None) -> str:
+    """OpenMetrics text of every GPU's (``of``, default :func:`gpus`) GPU_UTIL (percent), FB_USED
+    (MiB) and POWER_USAGE (W)."""
+    fleet = [(g, ",".join(f'{k}="{v}"' for k, v in sorted(g.labels.items())), list(g.samples()))
+             for g in (gpus() if of is None else of)]
     families = (
         (GPU_UTIL, lambda g, r: round(r.util_gpu_pct * g.util_scale, 2)),
         (FB_USED, lambda g, r: round(r.fb_used_mib * g.fb_scale)),
@@ -147,12 +149,12 @@ def _owner(api: str, kind: str, ns: str, name: str) -> dict:
     return {"apiVersion": api, "kind": kind, "name": name, "uid": f"uid-{kind}-{ns}-{name}"}
 
 
-def _node(name: str) -> dict:
+def _node(name: str, instance_type: str = "p5.48xlarge", product: str = H100_PRODUCT, gpus: int = 8) -> dict:
     capacity = "reserved" if name.startswith("rs-") else "on-demand"
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
-        "node.kubernetes.io/instance-type": "p5.48xlarge", "karpenter.sh/capacity-type": capacity,
-        "nvidia.com/gpu.product": H100_PRODUCT}},
-        "status": {"capacity": {"nvidia.com/gpu": "8"}, "allocatable": {"nvidia.com/gpu": "8"}}}
+        "node.kubernetes.io/instance-type": instance_type, "karpenter.sh/capacity-type": capacity,
+        "nvidia.com/gpu.product": product}},
+        "status": {"capacity": {"nvidia.com/gpu": str(gpus)}, "allocatable": {"nvidia.com/gpu": str(gpus)}}}
 
 
 def _pod(ns: str, name: str, node: str, gpus: int, owner: dict | None, labels=None, annotations=None) -> dict:

@@ -290,6 +290,40 @@ def test_the_weekly_digest_gains_a_could_save_section_with_the_top_three_and_the
     assert "steady" not in text
 
 
+def test_the_digest_leaves_out_advice_a_team_exempted(advice_prometheus, store):
+    import io
+    from datetime import timedelta
+
+    from actions.cost import CostReport, TeamReport
+    from bot.chat.console import ConsoleChat
+    from bot.jobs.digests import DigestsJob
+    from bot.settings.model import Settings
+
+    settings = Settings.model_validate({
+        "teams": [{"name": "research", "namespaces": ["research"], "channel": "C0RESEARCH"}],
+        "costs": {"digest_cron": "30 0 * * mon"},
+    })
+    rt = _runtime(advice_prometheus)
+    [sweep] = [r for r in rt.advice(ADVISE_AT, "research").recommendations if r.kind == "fewer-gpus"]
+    # The team pressed Exempt on the sweep's right-sizing request (its key is the advice's).
+    req = store.create_request(key=sweep.key, team="research", kind="right-size", namespace="research", name="sweep",
+                               verb="", target=None, finding_json="{}", usd_per_hour=0.0, gpus=8, dry_run=True,
+                               now=ADVISE_AT - timedelta(days=1), ttl_seconds=86400)
+    store.transition(req.id, from_states=["proposed"], to_state="exempt", now=ADVISE_AT - timedelta(days=1),
+                     actor="U0APPROVER", event="exempt", until=ADVISE_AT + timedelta(days=6))
+
+    def reports(start, end):
+        return CostReport(start, end, {"research": TeamReport("research", start, end, 0.0, 0.0, 0.0, 0.0, None, None)})
+
+    out = io.StringIO()
+    job = DigestsJob(store, ConsoleChat(out, clock=lambda: ADVISE_AT), settings, reports, "test", clock=lambda: ADVISE_AT,
+                     advice=rt.advice)
+    assert [r.outcome for r in job.run(ADVISE_AT)] == ["sent"]
+    text = out.getvalue()
+    # spot 25,000.46 + MIG 4,304.91 = 29,305.37: the sweep's 30,134.40 is left out.
+    assert "Could save $29,305.37/month" in text and "sweep" not in text
+
+
 def test_report_json_gains_the_advice_and_what_it_could_save(advice_prometheus, cli_files):
     from typer.testing import CliRunner
 
@@ -323,17 +357,17 @@ def test_new_advice_is_posted_to_each_team_once_and_again_only_when_it_changes(a
     out = io.StringIO()
     job = AdviceJob(store, ConsoleChat(out, clock=lambda: ADVISE_AT), teams, rt.advice)
     # The idle reservation is the cluster admins' advice, and this config gives them no channel.
-    assert job.run(ADVISE_AT) == {"posted": 4, "repeated": 0, "no-channel": 1, "requests": 0}
+    assert job.run(ADVISE_AT) == {"posted": 4, "repeated": 0, "no-channel": 1, "requests": 0, "silenced": 0}
     first = out.getvalue()
     assert "C0RESEARCH" in first and "C0STEADY" in first and "could save $59,439.77/month" in first
     # Nothing changed: nothing is posted, here or by another replica sharing the store.
     again = AdviceJob(store, ConsoleChat(io.StringIO()), teams, rt.advice)
-    assert again.run(ADVISE_AT) == {"posted": 0, "repeated": 4, "no-channel": 1, "requests": 0}
+    assert again.run(ADVISE_AT) == {"posted": 0, "repeated": 4, "no-channel": 1, "requests": 0, "silenced": 0}
     # Spot interrupted every 3 h instead of 4: the spot advice changed, and only it is posted.
     rt.advice_setup = AdviceSetup(rt.advice_setup.history, POLICY.model_copy(update={"interruption_hours": 3.0}))
     out3 = io.StringIO()
     changed = AdviceJob(store, ConsoleChat(out3), teams, rt.advice)
-    assert changed.run(ADVISE_AT) == {"posted": 1, "repeated": 3, "no-channel": 1, "requests": 0}
+    assert changed.run(ADVISE_AT) == {"posted": 1, "repeated": 3, "no-channel": 1, "requests": 0, "silenced": 0}
     assert "run Job research/pretrain" in out3.getvalue() and "sweep" not in out3.getvalue()
 
 

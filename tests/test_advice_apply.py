@@ -214,15 +214,72 @@ def usage(**changes) -> ConsumerUsage:
     return ConsumerUsage(**base)
 
 
+# GPU Feature Discovery under mig.strategy mixed labels a node offering a MIG profile with
+# nvidia.com/mig-<profile>.product = <parent GPU name, spaces as dashes>-MIG-<profile>, beside .count
+# and .memory (NVIDIA/gpu-feature-discovery internal/lm/mig-strategy.go newMigStrategyMixedLabeler:
+# resource "nvidia.com/mig-" + name; internal/lm/resource.go NewMIGResourceLabeler: baseLabeler(count,
+# model, "MIG", migProfile), productLabel joins the parts with "-" after replacing spaces). The
+# product's value does not change with the count, so it is what a nodeSelector can name exactly.
+MIG_NODE = ("nvidia.com/mig-1g.10gb.product", "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb")
+
+
 def test_mig_advice_on_a_notebook_carries_the_action_that_applies_it(fake, writer):
     [r] = [r for r in advise_consumer(usage(), BUNDLED, AdvicePolicy()) if r.kind == "mig"]
     assert r.action == ProposedAction(
         ActionVerb.RESIZE_GPUS, NOTEBOOK, r.summary,
-        GpuResize(before=(("nvidia.com/gpu", 1),), after=(("nvidia.com/mig-1g.10gb", 1),)),
+        GpuResize(before=(("nvidia.com/gpu", 1),), after=(("nvidia.com/mig-1g.10gb", 1),), node_selector=(MIG_NODE,)),
     )
-    writer.apply(r.action, NOW)
-    limits = containers(fake, "Notebook", "ml-research", "llm-explore")[0]["resources"]["limits"]
+    assert "nodeSelector `nvidia.com/mig-1g.10gb.product: NVIDIA-H100-80GB-HBM3-MIG-1g.10gb`" in r.change
+    before = copy.deepcopy(fake.get("Notebook", "ml-research", "llm-explore"))
+    assert "nodeSelector" not in before["spec"]["template"]["spec"]
+    undo = writer.apply(r.action, NOW)
+    pod = fake.get("Notebook", "ml-research", "llm-explore")["spec"]["template"]["spec"]
+    limits = pod["containers"][0]["resources"]["limits"]
     assert limits["nvidia.com/mig-1g.10gb"] == "1" and "nvidia.com/gpu" not in limits
+    assert pod["nodeSelector"] == {"nvidia.com/mig-1g.10gb.product": "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb"}
+    # One merge patch carries both, so the template is never half changed.
+    assert len([q for q in fake.requests if q.method == "PATCH"]) == 1
+    assert undo["node_selector"] == {"had": False, "before": {MIG_NODE[0]: None}}
+    assert writer.apply(r.action, NOW) == undo  # applied twice: the same record, read back
+    writer.restore(r.action, undo, NOW)
+    # There was no nodeSelector: Restore removes it, not leaves {}.
+    assert fake.get("Notebook", "ml-research", "llm-explore")["spec"] == before["spec"]
+
+
+def test_the_mig_node_selector_is_merged_into_one_there_was_and_restored_exactly(fake, writer):
+    obj = fake.get("Notebook", "ml-research", "llm-explore")
+    obj["spec"]["template"]["spec"]["nodeSelector"] = {
+        "karpenter.sh/nodepool": "gpu", MIG_NODE[0]: "NVIDIA-A100-SXM4-80GB-MIG-1g.10gb"}
+    fake.add(obj)
+    before = copy.deepcopy(fake.get("Notebook", "ml-research", "llm-explore"))
+    [r] = [r for r in advise_consumer(usage(), BUNDLED, AdvicePolicy()) if r.kind == "mig"]
+    undo = writer.apply(r.action, NOW)
+    assert fake.get("Notebook", "ml-research", "llm-explore")["spec"]["template"]["spec"]["nodeSelector"] == {
+        "karpenter.sh/nodepool": "gpu", MIG_NODE[0]: MIG_NODE[1]}
+    assert undo["node_selector"] == {"had": True, "before": {MIG_NODE[0]: "NVIDIA-A100-SXM4-80GB-MIG-1g.10gb"}}
+    writer.restore(r.action, undo, NOW)
+    assert fake.get("Notebook", "ml-research", "llm-explore")["spec"] == before["spec"]
+
+
+def test_restore_keeps_a_node_label_someone_set_since():
+    obj = four_gpu_deployment()
+    change = GpuResize(before=(("nvidia.com/gpu", 4),), after=(("nvidia.com/mig-3g.40gb", 1),), container="trainer",
+                       node_selector=(("nvidia.com/mig-3g.40gb.product", "NVIDIA-H100-80GB-HBM3-MIG-3g.40gb"),))
+    patch, undo = plan_apply(resize(TRAIN, change), obj, NOW)
+    applied = merge_patch(obj, patch)
+    applied["spec"]["template"]["spec"]["nodeSelector"]["nvidia.com/mig-3g.40gb.product"] = "theirs"
+    back = merge_patch(applied, plan_restore(resize(TRAIN, change), undo, applied))
+    assert back["spec"]["template"]["spec"]["nodeSelector"] == {"nvidia.com/mig-3g.40gb.product": "theirs"}
+    assert back["spec"]["template"]["spec"]["containers"] == obj["spec"]["template"]["spec"]["containers"]
+
+
+def test_the_mig_node_label_names_the_parent_gpu_as_nvml_does():
+    from actions.advice import mig_node_selector
+
+    # NVML names an A100 "NVIDIA A100-SXM4-40GB"; GFD replaces spaces with dashes.
+    assert mig_node_selector("NVIDIA A100-SXM4-40GB", "1g.5gb") == (
+        ("nvidia.com/mig-1g.5gb.product", "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"),)
+    assert mig_node_selector(" ", "1g.5gb") == ()  # unknown model: no label, so no Apply
 
 
 def test_fewer_gpus_advice_on_a_one_pod_deployment_is_applicable_and_on_replicas_is_advice_only():
@@ -262,7 +319,7 @@ def test_mig_advice_becomes_a_request_that_an_approver_applies_and_restores(data
     req = rt.store.get(request_id)
     assert (req.kind, req.verb, req.team) == ("right-size", "resize-gpus", "research")
     message = slack.messages(CHANNEL)[req.message_ts]
-    assert buttons(message) == ["gpu_approve", "gpu_deny"]
+    assert buttons(message) == ["gpu_approve", "gpu_snooze", "gpu_exempt", "gpu_deny"]
     assert "Right-size GPUs: Notebook ml-research/llm-explore" in message["text"]
     assert "nvidia.com/mig-1g.10gb" in json.dumps(message["blocks"])
 
@@ -272,6 +329,7 @@ def test_mig_advice_becomes_a_request_that_an_approver_applies_and_restores(data
     nb = rt.cluster.get("Notebook", "ml-research", "llm-explore")
     limits = nb["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
     assert limits == {"memory": "32Gi", "nvidia.com/mig-1g.10gb": "1"}
+    assert nb["spec"]["template"]["spec"]["nodeSelector"] == dict([MIG_NODE])
     assert rt.store.get(request_id).state == "done"
     assert buttons(slack.messages(CHANNEL)[req.message_ts]) == ["gpu_restore"]
 
@@ -281,6 +339,7 @@ def test_mig_advice_becomes_a_request_that_an_approver_applies_and_restores(data
         "limits": {"memory": "32Gi", "nvidia.com/gpu": "1"},
         "requests": {"cpu": "4", "memory": "32Gi", "nvidia.com/gpu": "1"},
     }
+    assert "nodeSelector" not in nb["spec"]["template"]["spec"]  # the MIG node's label went with it
     assert rt.store.get(request_id).state == "restored"
 
 
@@ -324,7 +383,7 @@ def test_the_advice_job_posts_the_advice_and_a_request_only_for_what_a_patch_can
     result = AdviceResult(rt.clock(), (mig, advice_only), (), (), 0.0)
     job = AdviceJob(rt.store, rt.chat, rt.teams, lambda at, team: result,
                     propose=Proposals(rt).propose_advice, window_seconds=WEEK)
-    assert job.run(rt.clock()) == {"posted": 2, "repeated": 0, "no-channel": 0, "requests": 1}
+    assert job.run(rt.clock()) == {"posted": 2, "repeated": 0, "no-channel": 0, "requests": 1, "silenced": 0}
     [req] = rt.store.list_requests()
     assert req.key == mig.key and req.target_kind == "Notebook"
     posted = [m["text"] for m in slack.messages(CHANNEL).values()]
@@ -349,3 +408,76 @@ def test_an_interrupted_right_sizing_is_settled_from_what_the_target_shows(datab
     applied = merge_patch(notebook, plan_apply(fits.action, notebook, NOW)[0])
     state, _, detail = settle_outcome(req, applied, rt.clock(), "The bot restarted")
     assert state == "done" and detail["undo"]["before"]["limits"]["nvidia.com/gpu"] == "1"
+
+
+# --- Snooze and Exempt on a right-sizing request -------------------------------------------------
+
+
+def _job(rt, recs):
+    return AdviceJob(rt.store, rt.chat, rt.teams, lambda at, team: AdviceResult(at, tuple(recs), (), (), 0.0),
+                     propose=Proposals(rt).propose_advice, window_seconds=WEEK)
+
+
+def _other_consumer():
+    other = usage(key="idle-notebook/ml-research/cell-bursts", name="cell-bursts", pods=("cell-bursts-0",),
+                  target=ObjectRef("kubeflow.org/v1", "Notebook", "ml-research", "cell-bursts"))
+    [r] = [r for r in advise_consumer(other, BUNDLED, AdvicePolicy()) if r.kind == "mig"]
+    return r
+
+
+def test_snooze_keeps_one_piece_of_advice_quiet_until_it_ends_then_asks_again(database_url, slack):
+    from dataclasses import replace
+
+    rt = make_runtime(database_url, slack)
+    [mig] = [r for r in advise_consumer(usage(), BUNDLED, AdvicePolicy()) if r.kind == "mig"]
+    other = _other_consumer()
+    assert _job(rt, [mig, other]).run(rt.clock()) == {
+        "posted": 2, "repeated": 0, "no-channel": 0, "requests": 2, "silenced": 0}
+    req = next(r for r in rt.store.list_requests() if r.key == mig.key)
+    message = slack.messages(CHANNEL)[req.message_ts]
+    assert buttons(message) == ["gpu_approve", "gpu_snooze", "gpu_exempt", "gpu_deny"]
+    assert "Snooze: not this advice until the snooze ends" in json.dumps(message["blocks"])
+
+    assert Approvals(rt).snooze(req.id, OTHER).ok  # anyone may snooze, as on idle proposals
+    assert rt.store.get(req.id).state == "snoozed"
+    # The notebook's use moved: new advice, but snoozed, so neither posted nor claimed.
+    moved = replace(mig, saving_usd_per_month=mig.saving_usd_per_month - 500)
+    assert _job(rt, [moved, other]).run(rt.clock()) == {
+        "posted": 0, "repeated": 1, "no-channel": 0, "requests": 0, "silenced": 1}
+
+    rt.clock.now += timedelta(hours=4, minutes=1)  # the policy's snooze_seconds: 4 h
+    Proposals(rt).reconcile([], rt.clock())
+    woken = rt.store.get(req.id)
+    assert woken.state == "proposed" and woken.note == "Snooze over: asking again."
+    assert buttons(slack.messages(CHANNEL)[req.message_ts])[0] == "gpu_approve"
+    counts = _job(rt, [moved, other]).run(rt.clock())
+    assert (counts["posted"], counts["silenced"], counts["requests"]) == (1, 0, 0)  # the open request holds it
+
+
+def test_exempt_keeps_every_piece_of_advice_on_the_consumer_quiet_until_it_ends(database_url, slack):
+    from dataclasses import replace
+
+    rt = make_runtime(database_url, slack)
+    [mig] = [r for r in advise_consumer(usage(), BUNDLED, AdvicePolicy()) if r.kind == "mig"]
+    # Advice only on the same consumer (as spot advice would be): no request, but silenced with it.
+    consumer = mig.key.split("/", 1)[1]
+    spot = replace(mig, kind="spot", key=f"spot/{consumer}", summary="run it on spot", resize=None)
+    other = _other_consumer()
+    [request_id] = Proposals(rt).propose_advice([mig], rt.clock(), WEEK)
+
+    refused = Approvals(rt).exempt(request_id, OTHER)
+    assert not refused.ok and "Only approvers of team research" in refused.message
+    assert Approvals(rt).exempt(request_id, APPROVER).ok
+    assert rt.store.get(request_id).state == "exempt"
+    assert _job(rt, [mig, spot, other]).run(rt.clock()) == {
+        "posted": 1, "repeated": 0, "no-channel": 0, "requests": 1, "silenced": 2}
+    posted = "\n".join(m["text"] + json.dumps(m["blocks"]) for m in slack.messages(CHANNEL).values()
+                       if m["text"].startswith("GPU advice"))
+    assert "cell-bursts" in posted and "run it on spot" not in posted
+
+    rt.clock.now += timedelta(days=7, minutes=1)  # the policy's exempt_seconds: 7 d
+    Proposals(rt).reconcile([], rt.clock())
+    assert rt.store.get(request_id).state == "superseded"
+    # Exemption over: the consumer's advice is posted again, and its right-sizing asked again.
+    assert _job(rt, [mig, spot, other]).run(rt.clock()) == {
+        "posted": 2, "repeated": 1, "no-channel": 0, "requests": 1, "silenced": 0}

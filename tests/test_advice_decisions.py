@@ -62,8 +62,9 @@ def test_activity_that_never_rose_while_power_says_work_is_not_right_sized():
     idle = job(role="serving", whole_gpus=2, gpus=2.0, busy_gpus=0, peak_engine_pct=0, peak_fb_mib=20000,
                mean_power_w=125, idle_power_ceiling_w=150, instance_type="p5.48xlarge", restarts_cleanly=None)
     [r] = advise_consumer(idle, BUNDLED, AdvicePolicy())
-    # 20,000 MiB x 1.1 = 22,000 MiB needs 3g.40gb (the 20 GB profiles hold 19,073 MiB).
-    assert r.kind == "mig" and "3g.40gb" in r.summary
+    # 20,000 MiB x 1.1 = 22,000 MiB: MIG needs 3g.40gb (the 20 GB profiles hold 19,073 MiB), 3/7 of
+    # $6.88; an L4's 24 GB (22,888 MiB) holds it too, at $0.8048 per GPU-hour on g6.xlarge: the L4 is advised.
+    assert r.kind == "smaller-gpu" and "L4 (g6.xlarge)" in r.summary and "MIG 3g.40gb" in r.notes[-1]
 
 
 def test_a_commitment_without_a_committed_rate_says_how_to_set_one_and_counts_for_nothing():

@@ -432,9 +432,11 @@ def gpu_pod(pod: Pod) -> GpuPod | None:
     if pod.status.phase in _FINISHED_PHASES:
         return None
     meta = pod.metadata
-    devices = containers_devices(pod.spec.containers, f"Pod {meta.namespace}/{meta.name}")
+    where = f"Pod {meta.namespace}/{meta.name}"
+    devices = containers_devices(pod.spec.containers, where)
     if not devices:
         return None
+    each = ((c.name, tuple(containers_devices([c], where).items())) for c in pod.spec.containers)
     return GpuPod(
         namespace=meta.namespace,
         name=meta.name,
@@ -449,6 +451,7 @@ def gpu_pod(pod: Pod) -> GpuPod | None:
         annotations=dict(meta.annotations),
         owners=_owners(meta),
         devices=devices,
+        containers=tuple((name, held) for name, held in each if held),
     )
 
 

@@ -21,6 +21,10 @@ Per team and GPU model, over ``commitment_window_seconds`` at one-hour steps: th
 ``baseline_quantile``, the count of hours with any and the most of the GPUs whole (not MIG)
 that the team's pods held at the hour mark.
 
+Per container of the pods with several GPU containers: the same ``busy`` figure over that
+container's GPUs alone (dcgm-exporter's ``container`` label), so a right-sizing can say which
+container keeps how many.
+
 Reserved GPUs (the nodes named): per GPU model, how many and the share of their hourly marks
 over the commitment window at which their activity was at or under ``busy_engine_pct``, held by
 a pod or not.
@@ -96,6 +100,9 @@ class AdviceHistory:
     consumer_busy: Mapping[str, float] = field(default_factory=dict)
     teams: tuple[TeamHistory, ...] = ()
     reserved: tuple[ReservedHistory, ...] = ()
+    # (namespace, pod, container) -> the container's GPUs busy at once (the quantile), for pods
+    # of several GPU containers.
+    container_busy: Mapping[tuple[str, str, str], float] = field(default_factory=dict)
 
 
 def _regex(values: Sequence[str]) -> str:
@@ -164,6 +171,30 @@ def consumer_busy_query(policy: AdvicePolicy, consumers: Mapping[str, tuple[str,
     return f"quantile_over_time({_number(policy.busy_quantile)}, ({at_once})[{w}:{step}])"
 
 
+# dcgm-exporter's container label under each convention (container_name before 2.0; with
+# honor_labels off, exported_container), applied in order as _pod_labels does for the pod.
+_CONTAINER_KEYS = "container, container_name, exported_container"
+
+
+def _container_label(expr: str) -> str:
+    for source in ("container_name", "exported_container"):
+        expr = f'label_replace({expr}, "container", "$1", "{source}", "(.+)")'
+    return expr
+
+
+def container_busy_query(policy: AdvicePolicy, pods: Sequence[tuple[str, str]]) -> str:
+    """PromQL: for each container of ``pods`` ((namespace, pod) pairs, pods of several GPU
+    containers), the ``busy_quantile`` of its GPUs busy at once, labelled ``namespace``, ``pod``,
+    ``container`` and ``picked="1"`` (series of other pods have ``picked`` empty, to be ignored).
+    A container's GPUs are its own: the most it needs is what it used at once. Pure."""
+    w, step, thr = _duration(policy.window_seconds), _duration(STEP_SECONDS), _number(policy.busy_engine_pct)
+    per = _container_label(_pod_labels(f"sum by ({_POD_KEYS}, {_CONTAINER_KEYS}) ({_RAW_ACTIVITY} > bool {thr})"))
+    joined = f'label_join({per}, "ns_pod", "/", "namespace", "pod")'
+    picked = _mapped(joined, {"1": [f"{ns}/{p}" for ns, p in pods]}, "ns_pod", "picked")
+    at_once = f"sum by (namespace, pod, container, picked) ({picked})"
+    return f"quantile_over_time({_number(policy.busy_quantile)}, ({at_once})[{w}:{step}])"
+
+
 def team_queries(policy: AdvicePolicy, teams: Mapping[str, Sequence[str]]) -> dict[str, str]:
     """The per-team PromQL (team -> its namespaces), by name, each series labelled ``team`` and
     ``modelName``: whole GPUs (not MIG instances) the team's pods held at each hour mark over the
@@ -218,10 +249,12 @@ class AdviceHistorySource:
         consumers: Mapping[str, tuple[str, Sequence[str]]],
         teams: Mapping[str, Sequence[str]],
         reserved_nodes: Sequence[str] = (),
+        container_pods: Sequence[tuple[str, str]] = (),
     ) -> AdviceHistory:
         """History ending at ``at`` (aware). ``consumers`` maps a multi-pod consumer's key to
         (namespace, pod names); ``teams`` a team to its namespaces; ``reserved_nodes`` names the
-        nodes of reserved capacity. Raises ValueError for a
+        nodes of reserved capacity; ``container_pods`` the (namespace, pod) of pods with several
+        GPU containers (one more query per :data:`CONSUMERS_PER_QUERY` of them). Raises ValueError for a
         naive ``at`` and TelemetryError when Prometheus fails or answers something malformed."""
         if at.tzinfo is None:
             raise ValueError(f"at={at!r} has no time zone; pass an aware UTC datetime")
@@ -234,6 +267,14 @@ class AdviceHistorySource:
             for row in self.api.instant("advice consumer busy", consumer_busy_query(policy, chunk), at):
                 if row["metric"].get("consumer"):
                     busy[row["metric"]["consumer"]] = _value(row)
+        per_container: dict[tuple[str, str, str], float] = {}
+        wanted = sorted(set(container_pods))
+        for i in range(0, len(wanted), CONSUMERS_PER_QUERY):
+            query = container_busy_query(policy, wanted[i : i + CONSUMERS_PER_QUERY])
+            for row in self.api.instant("advice container busy", query, at):
+                m = row["metric"]
+                if m.get("picked") and m.get("container"):
+                    per_container[(m.get("namespace", ""), m.get("pod", ""), m["container"])] = _value(row)
         team_rows = (
             {name: self.api.instant(f"advice team {name}", q, at) for name, q in team_queries(policy, teams).items()}
             if teams else {}
@@ -245,7 +286,7 @@ class AdviceHistorySource:
         try:
             return AdviceHistory(
                 at, policy.window_seconds, policy.commitment_window_seconds,
-                _pods(rows), busy, _teams(team_rows), _reserved(reserved_rows),
+                _pods(rows), busy, _teams(team_rows), _reserved(reserved_rows), per_container,
             )
         except (KeyError, ValueError, TypeError, IndexError) as e:
             raise TelemetryError(f"Prometheus at {self.api.url} returned a malformed result: {e}") from e

@@ -181,9 +181,12 @@ class Proposals:
         for req in store.due_to_wake(now):
             if unseen(req):
                 continue
-            # A denied right-sizing is not asked again by a sweep: the advice job asks again when
-            # the advice changes (propose_advice).
-            f = None if req.kind == RIGHT_SIZE else by_key.get(req.key)
+            # A snoozed right-sizing is asked again as it was (Approve re-checks it); an exempt or
+            # denied one only when the advice changes: the advice job proposes it (propose_advice).
+            if req.kind == RIGHT_SIZE:
+                f = finding_of(req) if req.state == RequestState.SNOOZED else None
+            else:
+                f = by_key.get(req.key)
             if f is None:
                 done = store.transition(
                     req.id, from_states=[req.state], to_state="superseded", now=now, actor=SYSTEM,
@@ -196,7 +199,8 @@ class Proposals:
                     event="reproposed", finding_json=json.dumps(to_jsonable(f)),
                     usd_per_hour=f.usd_per_hour, expires_at=now + timedelta(seconds=f.handling.request_ttl_seconds),
                     until=None, act_at=act_at_for(f, now),
-                    note=f"{req.state.capitalize()} period over and still idle.",
+                    note="Snooze over: asking again." if req.kind == RIGHT_SIZE
+                    else f"{req.state.capitalize()} period over and still idle.",
                 )
                 counts["reproposed"] += bool(done)
             if done:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from actions.advice import could_save
+from actions.advice_request import silenced
 from actions.advising import AdviceResult
 from actions.policy import TeamDirectory
 from actions.store import Store
@@ -48,13 +49,19 @@ class AdviceJob:
         """Post every team's advice not posted before. Returns counts: ``posted`` (advice in
         messages sent), ``repeated`` (claimed before: unchanged), ``no-channel`` (a team without
         a channel and no default), ``requests`` (right-sizing requests made with Approve/Deny for the
-        team's approvers). Raises what the advice sources raise; a post that fails is
+        team's approvers), ``silenced`` (advice a team snoozed or exempted from a request's
+        buttons: :func:`~actions.advice_request.silenced`). Raises what the advice sources raise; a post that fails is
         logged and its advice stays claimed (it may have been shown)."""
         result = self.advice(now, None)
-        counts = {"posted": 0, "repeated": 0, "no-channel": 0, "requests": 0}
+        counts = {"posted": 0, "repeated": 0, "no-channel": 0, "requests": 0, "silenced": 0}
+        # Snoozed and exempted right-sizing requests keep their advice out of the posts, unclaimed,
+        # so advice that changed meanwhile is posted once they end.
+        quiet = silenced(result.recommendations, self.store.list_requests(states=["snoozed", "exempt"]), now)
+        counts["silenced"] = len(quiet)
         by_team: dict[str, list] = {}
         for r in result.recommendations:
-            by_team.setdefault(r.team, []).append(r)
+            if r.key not in quiet:
+                by_team.setdefault(r.team, []).append(r)
         for team, recs in sorted(by_team.items()):
             channel = self.teams.channel_for(self.teams.team_for_name(team))
             if channel is None:

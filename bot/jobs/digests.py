@@ -25,6 +25,8 @@ from zoneinfo import ZoneInfo
 
 from apscheduler.triggers.cron import CronTrigger
 
+from actions.advice import could_save
+from actions.advice_request import silenced
 from actions.advising import AdviceResult
 from actions.cost import CostReport, TeamReport
 from actions.fleet import FleetReport
@@ -176,7 +178,10 @@ class DigestsJob:
         except Exception:  # noqa: BLE001 - a digest without advice beats no digest
             log.exception("advice for digest %s failed; sent without it", d.job_id)
             return message
-        lines = could_save_lines(result.recommendations, result.could_save_usd_per_month)
+        # Advice a team snoozed or exempted from a right-sizing request is not advised here either.
+        quiet = silenced(result.recommendations, self.store.list_requests(states=["snoozed", "exempt"]), d.period_end)
+        recs = [r for r in result.recommendations if r.key not in quiet]
+        lines = could_save_lines(recs, could_save(recs) if quiet else result.could_save_usd_per_month)
         if not lines:
             return message
         blocks = [*message.blocks[:49], section("\n".join(lines))]

@@ -11,7 +11,8 @@ from bot.chat import Message
 from bot.chat.blocks import context, header, plain, section, short_time, usd
 
 MAX_SHOWN = 15  # 3 blocks each stays under Slack's 50 per message
-KIND_LABELS = {"fewer-gpus": "Fewer GPUs", "mig": "MIG profile", "spot": "Spot", "commitment": "Commitment"}
+KIND_LABELS = {"fewer-gpus": "Fewer GPUs", "mig": "MIG profile", "smaller-gpu": "Smaller GPU", "spot": "Spot",
+               "commitment": "Commitment"}
 
 
 def saving_text(r: Recommendation) -> str:

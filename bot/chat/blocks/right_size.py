@@ -1,12 +1,13 @@
 """The Block Kit of a right-sizing request: the advised change to a Notebook's or Deployment's
-GPUs, what it saves, its evidence, and the approvers' Approve/Deny (Restore once done). Pure."""
+GPUs, what it saves, its evidence, and its buttons: the approvers' Approve/Deny (Restore once
+done), and Snooze/Exempt to silence the advice. Pure."""
 
 from __future__ import annotations
 
 from actions.model import Finding
 from bot.chat import Message
 from bot.chat.blocks import context, header, plain, section, usd
-from bot.chat.blocks.proposals import APPROVE, DENY, RESTORE, RequestStatus, buttons_for, status_line
+from bot.chat.blocks.proposals import RequestStatus, buttons_for, status_line
 
 
 def right_size_message(f: Finding, status: RequestStatus) -> Message:
@@ -23,13 +24,15 @@ def right_size_message(f: Finding, status: RequestStatus) -> Message:
             f"Price {usd(price.usd_per_gpu_hour)}/GPU-hour from {plain(price.source)}"
             f"{', as of ' + plain(price.as_of) if price.as_of else ''}. Approve patches its pod template only "
             f"while its GPU request is still what the advice saw; Restore puts back what was there. "
+            f"Snooze: not this advice until the snooze ends; Exempt: no advice on this {plain(f.consumer_kind)} "
+            f"until the exemption ends. "
             f"Request #{status.id}{' · DRY RUN: the cluster will not be changed' if status.dry_run else ''}"
         ),
         section(status_line(status).replace("no longer idle", "the advice no longer holds")),
     ]
-    # Approve, Deny and Restore only: snoozing or exempting advice means nothing a sweep wakes.
-    buttons = [b for b in buttons_for(status, has_action=True, restorable=True)
-               if b["action_id"] in (APPROVE, DENY, RESTORE)]
+    # Snooze silences this advice until the snooze ends, then asks again; Exempt silences every
+    # piece of advice on the consumer until the exemption ends (actions.advice_request.silenced).
+    buttons = buttons_for(status, has_action=True, restorable=True)
     if buttons:
         blocks.append({"type": "actions", "block_id": f"request-{status.id}", "elements": buttons})
     return Message(text=f"{plain(title)}: {plain(f.action.summary)}, {saving}", blocks=blocks)
