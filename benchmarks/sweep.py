@@ -196,11 +196,14 @@ def oneshot_child(workdir: str, in_process_sweeps: int, at: datetime = NOW) -> d
 
     mark("imports")
     settings = load_settings(Path(workdir) / "bot.yaml")
+    wiring.keep_alive_to_exit()  # as the CLI does: start-up objects leave the collector's reach
     mark("config")
     with open(os.devnull, "w") as devnull:
         rt = wiring.build_runtime(settings, clock=lambda: at, out=devnull)
+        wiring.keep_alive_to_exit()
         mark("runtime")
         sweeps = [_phased_sweep(rt, wiring, at) for _ in range(1 + in_process_sweeps)]
+    wiring.keep_alive_to_exit()
     first = sweeps[0]
     for name, seconds in first["phases"].items():
         marks.append((name, marks[-1][1] + seconds))
