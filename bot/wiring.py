@@ -38,7 +38,6 @@ from bot.chat.runtime import ActionTimeouts, Runtime, detect_clusters, detect_wi
 from bot.fleet import cluster_parts
 from bot.jobs import advice as advice_jobs
 from bot.jobs import alerts, ledger, prices, sweep
-from bot.jobs.scheduler import BackgroundJobs, ScheduledJob, start_background
 from bot.readers import advice_setup, cost_setup, kueue_metrics, prometheus_usage, telemetry_source
 from bot.service.http import HttpOptions
 from bot.service.leader import replica_identity
@@ -50,9 +49,11 @@ from bot.settings.clusters import ClusterTarget
 
 if TYPE_CHECKING:
     # Imported where they are used: Slack's SDK and the digests' charts (matplotlib) are a second
-    # of start-up that `sweep --once`, `check` and the console never use.
+    # of start-up that `sweep --once`, `check` and the console never use, APScheduler's
+    # schedulers a tenth that a one-shot sweep never starts.
     from bot.chat.slack.app import SlackWork
     from bot.jobs import digests
+    from bot.jobs.scheduler import BackgroundJobs, ScheduledJob
 
 log = logging.getLogger(__name__)
 
@@ -233,6 +234,7 @@ def scheduled_jobs(rt: Runtime, settings: Settings) -> list[ScheduledJob]:
     ``advice.post_every_seconds``), when ``ledger.enabled`` the usage ledger's rollup, and, when
     ``prices.aws.enabled``, the live-price refresh."""
     from bot.jobs import digests
+    from bot.jobs.scheduler import ScheduledJob
 
     jobs = [
         ScheduledJob(sweep.JOB_ID, _every(settings.sweep.interval_seconds), sweep_for(rt).scheduled, first_run_at_start=True),
@@ -265,6 +267,8 @@ def scheduled_jobs(rt: Runtime, settings: Settings) -> list[ScheduledJob]:
 def background_for(rt: Runtime, settings: Settings, jobs: Sequence[ScheduledJob] | None = None) -> BackgroundJobs:
     """Start ``jobs`` (default :func:`scheduled_jobs`) on this replica's background threads, under
     leader election when it is enabled."""
+    from bot.jobs.scheduler import start_background
+
     return start_background(
         rt.store, scheduled_jobs(rt, settings) if jobs is None else jobs,
         settings.leader_election, settings.kubernetes, rt.clock,

@@ -27,7 +27,7 @@ def test_the_sweep_imports_neither_kubernetes_validate_nor_what_it_does_not_use(
         "import json, sys\n"
         "import bot.cli, bot.wiring, kubernetes.client, kubernetes.dynamic.client as dynamic\n"
         "print(json.dumps({'loaded': sorted(m for m in ('kubernetes_validate', 'jsonschema', 'rfc3987_syntax',"
-        " 'matplotlib', 'slack_sdk', 'slack_bolt') if m in sys.modules),"
+        " 'matplotlib', 'slack_sdk', 'slack_bolt', 'boto3', 'apscheduler.schedulers') if m in sys.modules),"
         " 'validates': dynamic.HAS_KUBERNETES_VALIDATE}))"
     )
     assert seen == {"loaded": [], "validates": False}
