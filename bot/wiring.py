@@ -389,6 +389,7 @@ def serve(
         if not settings.slack.default_channel:
             settings = settings.model_copy(update={"slack": settings.slack.model_copy(update={"default_channel": CONSOLE_CHANNEL})})
         rt = build_runtime(settings, cluster_state=cluster_state, telemetry_file=telemetry_file, metrics=BotMetrics())
+        keep_alive_to_exit()
         Proposals(rt).settle(rt.clock(), why="The bot restarted")
         background = background_for(rt, settings)
         keeper = Periodic("housekeeping", settings.server.housekeeping_seconds, housekeeping(rt, settings)).start()
@@ -400,6 +401,7 @@ def serve(
         return
 
     process = build_slack_process(settings, cluster_state=cluster_state, telemetry_file=telemetry_file)
+    keep_alive_to_exit()
 
     def start() -> None:
         process.start()
