@@ -604,16 +604,24 @@ class Finding:
 # --- JSON round-trip -------------------------------------------------------------------------------
 
 
+# A dataclass's field names by its type: dataclasses.fields() is most of a finding's conversion.
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def to_jsonable(obj: Any) -> Any:
     """Turn model objects into JSON-compatible values (datetimes as RFC 3339, enums as values)."""
     # Most values are plain: answer them before the dataclass and ABC checks, which cost a sweep
     # of 800 findings about a second. Enum members that are str or int are caught below first.
-    if obj is None or (type(obj) in (str, int, float, bool)):
+    kind = type(obj)
+    if obj is None or kind in (str, int, float, bool):
         return obj
-    if type(obj) is dict:
+    if kind is dict:
         return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        out = {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    names = _FIELD_NAMES.get(kind)
+    if names is None and dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        names = _FIELD_NAMES[kind] = tuple(f.name for f in dataclasses.fields(obj))
+    if names is not None:
+        out = {name: to_jsonable(getattr(obj, name)) for name in names}
         if isinstance(obj, Finding):
             out["usd_per_day"] = obj.usd_per_day
             out["usd_so_far"] = obj.usd_so_far

@@ -32,6 +32,7 @@ UTC going in and coming out; the store never reads the clock, every method that 
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import threading
@@ -491,11 +492,26 @@ def _states(states: Iterable[str], what: str) -> list[str]:
 
 @dataclass(frozen=True)
 class NewRequest:
-    """A checked, not yet stored proposal: ``request`` the row to insert, ``arguments`` what
-    :meth:`Store.create_request` takes to make it (without ``now``)."""
+    """A checked, not yet stored proposal: ``values`` the row to insert (every column but
+    ``id``), ``arguments`` what :meth:`Store.create_request` takes to make it (without ``now``)."""
 
-    request: ActionRequest
+    values: dict[str, Any]
     arguments: dict[str, Any]
+
+    @property
+    def request(self) -> ActionRequest:
+        """The row as a new, unsaved ActionRequest. A sweep's batch inserts ``values`` instead:
+        building the model object costs more than inserting its row."""
+        return ActionRequest(**self.values)
+
+
+@functools.cache
+def _column_defaults() -> dict[str, Any]:
+    """The value each ActionRequest column without a value of its own takes (as the model sets it)."""
+    return {
+        name: field.get_default(call_default_factory=True)
+        for name, field in ActionRequest.model_fields.items() if name != "id" and not field.is_required()
+    }
 
 
 def new_request(
@@ -547,7 +563,8 @@ def new_request(
         raise ValueError("gpus and usd_per_hour cannot be negative")
     _check_json("finding_json", finding_json)
 
-    request = ActionRequest(
+    values = dict(
+        _column_defaults(),
         key=key,
         team=team,
         kind=kind,
@@ -569,7 +586,7 @@ def new_request(
         act_at=None if act_at is None else _utc(act_at, "act_at"),
         cluster=cluster,
     )
-    return NewRequest(request, arguments)
+    return NewRequest(values, arguments)
 
 
 # --- the store -------------------------------------------------------------------------------------

@@ -78,41 +78,40 @@ def _select_ids(session: Any, ids: Sequence[int]) -> list[ActionRequest]:
     return list(session.exec(query).all())
 
 
-def create_requests(store: Store, new: Sequence[NewRequest], now: datetime) -> list[ActionRequest]:
+def create_requests(store: Store, new: Sequence[NewRequest], now: datetime) -> list[int]:
     """:meth:`Store.create_request` for many requests (each built with :func:`~actions.store.new_request`),
-    each audited ``proposed`` by the system, in one transaction; returns them with their ids,
-    in the order given. Raises DuplicateOpenRequest as :meth:`Store.create_request` when a key
-    is already held: the whole batch is then rolled back and made again one by one, so the
-    requests before the duplicate are still created, as one by one they would be."""
+    each audited ``proposed`` by the system, in one transaction; returns their ids in the order
+    given (read them with :func:`requests_by_id`). Raises DuplicateOpenRequest as
+    :meth:`Store.create_request` when a key is already held: the whole batch is then rolled back
+    and made again one by one, so the requests before the duplicate are still created, as one
+    by one they would be."""
     from sqlalchemy.exc import IntegrityError
 
     now = _utc(now)
-    rows = [n.request for n in new]
+    rows = [n.values for n in new]
     if not rows:
         return []
     table = ActionRequest.__table__
-    columns = [c.name for c in table.columns if c.name != "id"]
     try:
         with store._session() as session, session.begin():
             connection = session.connection()
-            connection.execute(sa.insert(table), [{c: getattr(r, c) for c in columns} for r in rows])
+            connection.execute(sa.insert(table), rows)
             # An open key names one request (the partial unique index), so the keys give back the
             # ids: SQLite would send a multi-row INSERT ... RETURNING one row at a time.
             ids = {}
-            for chunk in _chunks([r.key for r in rows]):
+            for chunk in _chunks([r["key"] for r in rows]):
                 found = sa.select(table.c.key, table.c.id).where(table.c.key.in_(chunk), table.c.state == "proposed")
                 ids.update(connection.execute(found).all())
-            for row in rows:
-                row.id = ids[row.key]
+            made = [ids[r["key"]] for r in rows]
             connection.execute(sa.insert(AuditEvent.__table__), [
-                {"request_id": r.id, "at": now, "actor": SYSTEM_ACTOR, "event": "proposed", "detail_json": _detail_json(None)}
-                for r in rows
+                {"request_id": request_id, "at": now, "actor": SYSTEM_ACTOR, "event": "proposed",
+                 "detail_json": _detail_json(None)}
+                for request_id in made
             ])
-        return rows
+        return made
     except IntegrityError:
-        for row in rows:
-            row.id = None
-    return [store.create_request(**n.arguments, now=now) for n in new]
+        pass
+    return [store.create_request(**n.arguments, now=now).id for n in new]
 
 
 def update_requests(

@@ -130,10 +130,14 @@ def unrequested_gpus(
         physical = node.physical_gpus
         if physical <= 0:
             continue
-        free = physical - _held(node, pods_on.get(node.name, []))
+        # Series without a pod first: on a busy fleet almost no node has one, and the pods'
+        # requests need not be added up for it.
         unheld = _unheld(node, series_on.get(node.name, []), policy, gpu_pods)
+        if not unheld:
+            continue
+        free = physical - _held(node, pods_on.get(node.name, []))
         reported = {g.gpu.split("/")[0] for g in series_on.get(node.name, [])}
-        if free <= 1e-9 or not unheld or len(reported) < round(physical):
+        if free <= 1e-9 or len(reported) < round(physical):
             continue
         gpus = round(min(free, _confirmed(node, unheld)), 6)
         if gpus <= 0:

@@ -190,17 +190,24 @@ def oneshot_child(workdir: str, in_process_sweeps: int, at: datetime = NOW) -> d
     def mark(name: str) -> None:
         marks.append((name, time.process_time()))
 
+    # As installed in production (`pip install .`): without the test extra's kubernetes-validate,
+    # which the kubernetes client's dynamic module imports whenever it is there (1.8 s of
+    # jsonschema at import), so the figures are not the test environment's.
+    sys.modules["kubernetes_validate"] = None  # type: ignore[assignment]
     import bot.cli  # noqa: F401 - the CLI's own imports, as `gpu-cost-bot sweep` pays them
     from bot import wiring
     from bot.settings import load_settings
 
     mark("imports")
     settings = load_settings(Path(workdir) / "bot.yaml")
+    wiring.keep_alive_to_exit()  # as the CLI does: start-up objects leave the collector's reach
     mark("config")
     with open(os.devnull, "w") as devnull:
         rt = wiring.build_runtime(settings, clock=lambda: at, out=devnull)
+        wiring.keep_alive_to_exit()
         mark("runtime")
         sweeps = [_phased_sweep(rt, wiring, at) for _ in range(1 + in_process_sweeps)]
+    wiring.keep_alive_to_exit()
     first = sweeps[0]
     for name, seconds in first["phases"].items():
         marks.append((name, marks[-1][1] + seconds))

@@ -171,10 +171,12 @@ def sweep(
     if dry_run:
         s.dry_run = True
     when = _at(at) or utc_now()
+    wiring.keep_alive_to_exit()  # the modules imported
     if not once:
         from bot.jobs.scheduler import run_jobs_forever
 
         rt = wiring.build_runtime(s, cluster_state=cluster_state, telemetry_file=telemetry)
+        wiring.keep_alive_to_exit()
         run_jobs_forever(rt.store, wiring.scheduled_jobs(rt, s), s.leader_election, s.kubernetes)
         return
     if as_json:
@@ -188,7 +190,9 @@ def sweep(
             raise typer.Exit(INCOMPLETE)
         return
     rt = wiring.build_runtime(s, cluster_state=cluster_state, telemetry_file=telemetry, clock=lambda: when)
+    wiring.keep_alive_to_exit()
     outcome = wiring.sweep_for(rt).run(when)
+    wiring.keep_alive_to_exit()  # the process ends now: collecting the sweep's objects only slows its exit
     typer.echo(f"sweep at {format_time(when)}: " + ", ".join(f"{k} {v}" for k, v in outcome.counts.items()))
     _warn(outcome.warnings)
     if outcome.warnings:

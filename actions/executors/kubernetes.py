@@ -6,6 +6,7 @@ target, sends the merge patch and reports. Each verb's patch and its inverse are
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import datetime
 from typing import Any, Callable
@@ -55,9 +56,18 @@ class KubernetesWriter:
     """
 
     def __init__(self, api_client: kubernetes.client.ApiClient, timeout_seconds: float = 10):
-        self._apps = kubernetes.client.AppsV1Api(api_client)
-        self._custom = kubernetes.client.CustomObjectsApi(api_client)
+        self._client = api_client
         self._timeout = timeout_seconds
+
+    # Built on first use: the client's generated API classes cost a second to import, and most
+    # processes (a sweep that acts on nothing, `check`) never send a patch.
+    @functools.cached_property
+    def _apps(self) -> kubernetes.client.AppsV1Api:
+        return kubernetes.client.AppsV1Api(self._client)
+
+    @functools.cached_property
+    def _custom(self) -> kubernetes.client.CustomObjectsApi:
+        return kubernetes.client.CustomObjectsApi(self._client)
 
     def apply(self, action: ProposedAction, now: datetime) -> dict:
         """See ``ClusterWriter.apply``. Raises ExecutorError("<target> no longer exists") on 404

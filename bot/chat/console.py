@@ -38,8 +38,9 @@ _VERBS = {
 
 
 def _mrkdwn(text: str) -> str:
-    text = re.sub(r"<@(\w+)>", r"@\1", text)
-    text = re.sub(r"<!subteam\^(\w+)>", r"@group:\1", text)
+    if "<" in text:  # most lines mention no one: a sweep writes thousands of them
+        text = re.sub(r"<@(\w+)>", r"@\1", text)
+        text = re.sub(r"<!subteam\^(\w+)>", r"@group:\1", text)
     # Escaped text (actions.text.plain) reads as it was written.
     return text.replace("*", "").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 

@@ -242,7 +242,7 @@ class Proposals:
         updated = store_bulk.update_requests(store, changes, now=now, actor=SYSTEM, event="updated")
         counts["proposed"] += len(created)
         counts["updated"] += len(updated)
-        self.refresh_messages([r.id for r in created] + updated, now)
+        self.refresh_messages(created + updated, now)
         return counts
 
     def propose_advice(self, recs: Collection[Recommendation], now: datetime, window_seconds: float) -> list[int]:
@@ -262,8 +262,8 @@ class Proposals:
             for f in findings.values() if f.key not in held and f.action is not None
         ]
         created = store_bulk.create_requests(self.rt.store, new, now)
-        self.refresh_messages([r.id for r in created], now)
-        return [r.id for r in created]
+        self.refresh_messages(created, now)
+        return created
 
     # --- actions whose outcome is unknown -----------------------------------------------------
 

@@ -12,17 +12,15 @@ from __future__ import annotations
 import logging
 import threading
 from datetime import datetime, timedelta
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from actions.prices import AwsLivePrices, LivePrice, PriceBook, PriceCatalog
-from actions.sources.aws_prices import (
-    AwsPriceFetcher,
-    default_fetcher,
-    live_prices_from_store,
-    refresh_live_prices,
-)
 from actions.store import Store
 from bot.settings import Settings
+
+if TYPE_CHECKING:
+    # Imported where live prices are used: boto3 is a tenth of a second of every start-up.
+    from actions.sources.aws_prices import AwsPriceFetcher
 
 __all__ = ["JOB_ID", "RELOAD_SECONDS", "ReloadingPriceBook", "price_book", "refresh_prices"]
 
@@ -42,6 +40,8 @@ def price_book(settings: Settings, store: Store | None = None, now: datetime | N
         return PriceBook(PriceCatalog.bundled(), settings.prices)
     if now is None:
         raise ValueError("now is required to age the cached live prices")
+    from actions.sources.aws_prices import live_prices_from_store
+
     return PriceBook(PriceCatalog.bundled(), settings.prices, live=live_prices_from_store(store, aws.region, aws.max_age(), now))
 
 
@@ -106,6 +106,8 @@ def refresh_prices(
     """
     if not aws.enabled:
         return []
+    from actions.sources.aws_prices import default_fetcher, refresh_live_prices
+
     try:
         fetcher = fetcher or default_fetcher(aws.region)
         cached = refresh_live_prices(fetcher, store, aws.fetch_types(PriceCatalog.bundled()), now)

@@ -1,0 +1,28 @@
+"""What `sweep --once` imports before its first read: only what it uses.
+
+Each check runs in a fresh interpreter (this one has imported everything already).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _fresh(code: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def test_the_sweep_imports_nothing_it_does_not_use():
+    seen = _fresh(
+        "import json, sys\n"
+        "import bot.cli, bot.wiring\n"
+        "print(json.dumps({'loaded': sorted(m for m in ('matplotlib', 'slack_sdk', 'slack_bolt', 'boto3',"
+        " 'apscheduler.schedulers') if m in sys.modules)}))"
+    )
+    assert seen == {"loaded": []}
