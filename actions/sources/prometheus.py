@@ -18,13 +18,14 @@ from __future__ import annotations
 import math
 import re
 from datetime import datetime, timezone
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 import requests
 from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 from urllib3.util.retry import Retry
 
+from actions.activity import Key, Seen, merge, span_seconds
 from actions.model import ENGINE_ACTIVE, GPU_UTIL, POWER_USAGE, GpuTelemetry, TelemetrySnapshot
 from actions.policy import Policy
 from actions.sources.promql_scope import matcher, scoped
@@ -108,20 +109,16 @@ def _activity_pct(engine_expr: str, util_expr: str) -> str:
     return f"(100 * {_by_gpu('max', engine_expr)}) or {_by_gpu('max', util_expr)}"
 
 
-def telemetry_queries(policy: Policy) -> dict[str, str]:
-    """The PromQL texts one fetch runs, by name, each an instant query giving one sample per
-    (GPU, namespace, pod) grouped by ``GROUP_LABELS`` (namespace/pod empty for a GPU no pod holds).
+def window_queries(policy: Policy) -> dict[str, str]:
+    """The PromQL texts of the figures over ``policy.window_seconds``, by name, each an instant
+    query giving one sample per (GPU, namespace, pod) grouped by ``GROUP_LABELS`` (namespace/pod
+    empty for a GPU no pod holds).
 
-    - ``peak_engine``: max activity over ``policy.window_seconds`` in percent 0-100, label
-      ``engine_signal`` naming the DCGM field used (ENGINE_ACTIVE preferred, ratio scaled x100).
+    - ``peak_engine``: max activity over the window in percent 0-100, label ``engine_signal``
+      naming the DCGM field used (ENGINE_ACTIVE preferred, ratio scaled x100).
     - ``mean_power``: mean DCGM_FI_DEV_POWER_USAGE over the window, watts (sample-weighted).
     - ``coverage``: ratio 0-1 of ``policy.sample_step_seconds`` steps in the window at which an
       activity sample was visible, capped at 1.
-    - ``last_active``: unix seconds of the last ``LOOKBACK_STEP_SECONDS`` step within
-      ``policy.activity_lookback_seconds`` whose activity exceeded ``policy.engine_idle_pct``
-      (no sample when never); late by at most one step, so idle time is never overstated.
-    - ``first_sample``: unix seconds of the first lookback step at which an activity sample was
-      visible (at most one step after the true first sample);
     - ``power_limit``: the GPU's enforced power limit in watts (``DCGM_FI_DEV_ENFORCED_POWER_LIMIT``,
       else ``DCGM_FI_DEV_POWER_MGMT_LIMIT``), for models without a known idle power ceiling.
 
@@ -129,8 +126,6 @@ def telemetry_queries(policy: Policy) -> dict[str, str]:
     """
     window = _duration(policy.window_seconds)
     step = _duration(policy.sample_step_seconds)
-    lookback = _duration(policy.activity_lookback_seconds)
-    bucket = _duration(LOOKBACK_STEP_SECONDS)
     steps_in_window = policy.window_seconds / policy.sample_step_seconds
 
     peak = (
@@ -144,36 +139,66 @@ def telemetry_queries(policy: Policy) -> dict[str, str]:
         f"{_by_gpu('sum', f'sum_over_time({POWER_USAGE}[{window}])')}"
         f" / {_by_gpu('sum', f'count_over_time({POWER_USAGE}[{window}])')}"
     )
-    # The subqueries step through raw series grouped by their own labels (_by_series) and read
-    # the label conventions as one once, on their results: the same values as grouping at every
-    # step (a GPU's series share one convention), for a fraction of Prometheus's CPU.
-    # Either signal present: one selector and one aggregation a step, a third of the CPU of two
-    # and an `or`, with the same answer (an `or` of two groups is their union).
-    either = '{__name__=~"' + ENGINE_ACTIVE + "|" + GPU_UTIL + '"}'
-    present = f"({_by_series('group', either)})"
-    coverage = f"clamp_max({_by_gpu('max', f'count_over_time({present}[{window}:{step}])')} / {_number(steps_in_window)}, 1)"
+    coverage = f"clamp_max({_by_gpu('max', f'count_over_time({_PRESENT}[{window}:{step}])')} / {_number(steps_in_window)}, 1)"
+    enforced, managed = POWER_LIMITS
+    power_limit = (
+        f"{_by_gpu('max', f'max_over_time({enforced}[{window}])')} or {_by_gpu('max', f'max_over_time({managed}[{window}])')}"
+    )
+    return {"peak_engine": peak, "mean_power": mean_power, "coverage": coverage, "power_limit": power_limit}
+
+
+# The subqueries step through raw series grouped by their own labels (_by_series) and read the
+# label conventions as one once, on their results: the same values as grouping at every step (a
+# GPU's series share one convention), for a fraction of Prometheus's CPU. Either signal present:
+# one selector and one aggregation a step, a third of the CPU of two and an `or`, with the same
+# answer (an `or` of two groups is their union).
+_EITHER = '{__name__=~"' + ENGINE_ACTIVE + "|" + GPU_UTIL + '"}'
+_PRESENT = f"({_by_series('group', _EITHER)})"
+
+
+def lookback_queries(policy: Policy, span_seconds: float | None = None) -> dict[str, str]:
+    """The PromQL texts of the lookback answers over the ``span_seconds`` before the evaluation
+    time (default ``policy.activity_lookback_seconds``), by name, grouped as :func:`window_queries`,
+    each a subquery stepping every ``LOOKBACK_STEP_SECONDS`` (steps at multiples of it):
+
+    - ``last_active``: unix seconds of the last step whose activity exceeded
+      ``policy.engine_idle_pct`` (no sample when never); each step takes the max over its own
+      ``LOOKBACK_STEP_SECONDS`` so short bursts are not stepped over; late by at most one step,
+      so idle time is never overstated.
+    - ``first_sample``/``last_sample``: unix seconds of the first/last step at which an activity
+      sample was visible (at most one step after the true sample).
+
+    Pure.
+    """
+    span = _duration(policy.activity_lookback_seconds if span_seconds is None else span_seconds)
+    bucket = _duration(LOOKBACK_STEP_SECONDS)
     busy = (
         f"((100 * {_by_series('max', f'max_over_time({ENGINE_ACTIVE}[{bucket}])')})"
         f" or {_by_series('max', f'max_over_time({GPU_UTIL}[{bucket}])')})"
         f" > {_number(policy.engine_idle_pct)}"
     )
-    last_active = _by_gpu("max", f"max_over_time(timestamp({busy})[{lookback}:{bucket}])")
-    first_sample = _by_gpu("min", f"min_over_time(timestamp({present})[{lookback}:{bucket}])")
-    enforced, managed = POWER_LIMITS
-    power_limit = (
-        f"{_by_gpu('max', f'max_over_time({enforced}[{window}])')} or {_by_gpu('max', f'max_over_time({managed}[{window}])')}"
-    )
     return {
-        "peak_engine": peak,
-        "mean_power": mean_power,
-        "coverage": coverage,
-        "last_active": last_active,
-        "first_sample": first_sample,
-        "power_limit": power_limit,
+        "last_active": _by_gpu("max", f"max_over_time(timestamp({busy})[{span}:{bucket}])"),
+        "first_sample": _by_gpu("min", f"min_over_time(timestamp({_PRESENT})[{span}:{bucket}])"),
+        "last_sample": _by_gpu("max", f"max_over_time(timestamp({_PRESENT})[{span}:{bucket}])"),
     }
 
 
-Key = tuple[str, ...]
+def telemetry_queries(policy: Policy) -> dict[str, str]:
+    """The PromQL texts a fetch without a state store runs, by name (``QUERY_NAMES``): the
+    :func:`window_queries` and the ``last_active`` and ``first_sample`` of :func:`lookback_queries`
+    over the whole ``policy.activity_lookback_seconds``. Pure; the count does not depend on the
+    fleet."""
+    lookback = lookback_queries(policy)
+    queries = {**window_queries(policy), "last_active": lookback["last_active"], "first_sample": lookback["first_sample"]}
+    return {name: queries[name] for name in QUERY_NAMES}
+
+
+def activity_policy(policy: Policy) -> str:
+    """What the lookback answers depend on besides the series, as the state store keys them:
+    the idle threshold, the lookback and its step, e.g. ``"1%/604800s/300s"``."""
+    return f"{_number(policy.engine_idle_pct)}%/{_duration(policy.activity_lookback_seconds)}/{_duration(LOOKBACK_STEP_SECONDS)}"
+
 
 
 def _key(metric: Mapping[str, str]) -> Key:
@@ -361,29 +386,92 @@ def _hint(status: int | None) -> str:
     return ""
 
 
-class PrometheusTelemetry:
-    """Reads per-GPU telemetry through a :class:`PrometheusApi` at ``url`` (arguments as there)."""
+class ActivityStateStore(Protocol):
+    """Where the lookback answers are kept between sweeps (:class:`actions.activity_store.ActivityStore`)."""
 
-    def __init__(self, url: str, headers: dict[str, str] | None = None, **options: Any):
+    def read(self, cluster: str, policy: str) -> tuple[float | None, dict[Key, Seen]]:
+        """``(as_of, answers)``: unix seconds the answers are known up to (None: none kept)."""
+
+    def write(self, cluster: str, policy: str, as_of: float, answers: Mapping[Key, Seen]) -> bool:
+        """Replace the answers by ``answers`` known up to ``as_of``."""
+
+
+def _seen(results: Mapping[str, list[Mapping[str, Any]]]) -> dict[Key, Seen]:
+    """The :func:`lookback_queries` results per telemetry key."""
+    values: dict[Key, dict[str, float | None]] = {}
+    for name in ("first_sample", "last_sample", "last_active"):
+        for sample in results.get(name, []):
+            values.setdefault(_key(sample["metric"]), {})[name] = _value(sample)
+    return {key: Seen(**v) for key, v in values.items()}
+
+
+def _answers(answers: Mapping[Key, Seen], at: float) -> dict[str, list[dict[str, Any]]]:
+    """``answers`` as the ``last_active`` and ``first_sample`` results Prometheus would give."""
+    out: dict[str, list[dict[str, Any]]] = {"last_active": [], "first_sample": []}
+    for key, seen in answers.items():
+        metric = dict(zip(GROUP_LABELS, key))
+        for name, value in (("last_active", seen.last_active), ("first_sample", seen.first_sample)):
+            if value is not None:
+                out[name].append({"metric": metric, "value": [at, repr(value)]})
+    return out
+
+
+class PrometheusTelemetry:
+    """Reads per-GPU telemetry through a :class:`PrometheusApi` at ``url`` (arguments as there).
+
+    With ``state`` the lookback answers (last active, first sample) are kept there under
+    ``cluster`` between fetches, and each fetch asks Prometheus only about the span since the
+    last one (:mod:`actions.activity`); without it every fetch asks about the whole lookback."""
+
+    def __init__(
+        self, url: str, headers: dict[str, str] | None = None, *, state: ActivityStateStore | None = None,
+        cluster: str = "", **options: Any,
+    ):
         self.api = PrometheusApi(url, headers, **options)
         self.url = self.api.url
+        self.state = state
+        self.cluster = cluster
 
     def fetch(self, at: datetime, policy: Policy) -> TelemetrySnapshot:
         """Telemetry of every GPU over ``policy.window_seconds`` ending at ``at`` (aware datetime;
         the queries are evaluated at ``at``, never at the wall clock).
 
-        Returns one GpuTelemetry per (GPU, namespace, pod) seen in the window (see
-        ``telemetry_queries`` for units). Raises ValueError for a naive ``at`` and TelemetryError
-        when Prometheus is unreachable or answers an error.
+        Returns one GpuTelemetry per (GPU, namespace, pod) seen in the window or the lookback
+        (see ``window_queries`` and ``lookback_queries`` for units). Raises ValueError for a
+        naive ``at`` and TelemetryError when Prometheus is unreachable or answers an error; lets
+        the state store's errors through.
         """
         if at.tzinfo is None:
             raise ValueError(f"at={at!r} has no time zone; pass an aware UTC datetime")
         at = at.astimezone(timezone.utc)
-        results = {name: self.api.instant(name, q, at) for name, q in telemetry_queries(policy).items()}
+        if self.state is None:
+            queries = telemetry_queries(policy)
+            results = {name: self.api.instant(name, q, at) for name, q in queries.items()}
+        else:
+            results = {name: self.api.instant(name, q, at) for name, q in window_queries(policy).items()}
+            results.update(self._lookback(at, policy))
         try:
             return assemble_snapshot(at, policy.window_seconds, results)
         except (KeyError, ValueError, TypeError, IndexError) as e:
             raise TelemetryError(f"Prometheus at {self.url} returned a malformed result: {e}") from e
+
+    def _lookback(self, at: datetime, policy: Policy) -> dict[str, list[dict[str, Any]]]:
+        """The lookback answers at ``at`` from the state kept and the span since it, kept again."""
+        assert self.state is not None
+        key, now = activity_policy(policy), at.timestamp()
+        lookback, step = policy.activity_lookback_seconds, LOOKBACK_STEP_SECONDS
+        as_of, known = self.state.read(self.cluster, key)
+        span = span_seconds(as_of, now, lookback, step)
+        queries = lookback_queries(policy, span)
+        try:
+            new = _seen({name: self.api.instant(name, q, at) for name, q in queries.items()})
+        except (KeyError, ValueError, TypeError, IndexError) as e:
+            raise TelemetryError(f"Prometheus at {self.url} returned a malformed result: {e}") from e
+        answers = merge(known if span is not None else {}, new, now, lookback, step)
+        # A fetch of the past leaves a newer state as it is.
+        if as_of is None or now >= as_of:
+            self.state.write(self.cluster, key, now, answers)
+        return _answers(answers, now)
 
 
 # What `gpu-cost-bot check --connect` looks for: the series the bot's queries read.
