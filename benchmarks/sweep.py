@@ -338,8 +338,9 @@ def run_oneshot(workdir: Path, prom_url: str, in_process_sweeps: int, minutes_be
 
 def part4(gpus: int, pods: int, cache: Path, in_process_sweeps: int) -> None:
     """One-shot sweeps end to end against a fake API server and a real Prometheus."""
+    from actions.activity import span_seconds
     from actions.policy import Policy
-    from actions.sources.prometheus import telemetry_queries
+    from actions.sources.prometheus import LOOKBACK_STEP_SECONDS, lookback_queries, window_queries
     from benchmarks.scale_fleet import HISTORY_HOURS, tsdb
     from tests.prometheus_server import serving_tsdb
 
@@ -379,8 +380,8 @@ def part4(gpus: int, pods: int, cache: Path, in_process_sweeps: int) -> None:
         for k, phases in enumerate(runs[1][1]["again"], 1):
             print(f"   sweep {k + 1} inside the same process (as `run`): "
                   + ", ".join(f"{n} {v:.2f}" for n, v in phases.items()) + f"; total {sum(phases.values()):.2f}")
-        print("   Prometheus CPU per query (each run alone; 'was' the subquery forms before 2026-11)")
-        from tests.test_prometheus_subqueries import old_queries
+        print("   Prometheus CPU per query (each run alone): a first sweep asks about the whole 7-day lookback,"
+              " a following one (state kept in the store) about the 15 min since the last, plus one step")
 
         def cost(q: str) -> tuple[float, float, int]:
             before, t0 = prometheus_cpu(prom), time.perf_counter()
@@ -389,14 +390,20 @@ def part4(gpus: int, pods: int, cache: Path, in_process_sweeps: int) -> None:
                 n = len(json.loads(resp.read())["data"]["result"])
             return prometheus_cpu(prom) - before, time.perf_counter() - t0, n
 
-        was = old_queries(Policy())
-        for name, q in telemetry_queries(Policy()).items():
+        policy = Policy()
+        span = span_seconds((NOW - timedelta(minutes=15)).timestamp(), NOW.timestamp(),
+                            policy.activity_lookback_seconds, LOOKBACK_STEP_SECONDS)
+        totals = {"first": 0.0, "following": 0.0}
+        rows = [*[(name, q, ("first", "following")) for name, q in window_queries(policy).items()],
+                *[(f"{name} 7d", q, ("first",)) for name, q in lookback_queries(policy).items()],
+                *[(f"{name} {span:g}s", q, ("following",)) for name, q in lookback_queries(policy, span).items()]]
+        for name, q, sweeps in rows:
             cpu, wall, n = cost(q)
-            line = f"     {name:>13}: {cpu:6.2f} s CPU, {wall:6.2f} s wall, {n} series"
-            if name in was:
-                cpu, wall, _ = cost(was[name])
-                line += f"; was {cpu:6.2f} s CPU, {wall:6.2f} s wall"
-            print(line, flush=True)
+            for sweep in sweeps:
+                totals[sweep] += cpu
+            print(f"     {name:>23}: {cpu:6.2f} s CPU, {wall:6.2f} s wall, {n} series ({' and '.join(sweeps)} sweep)",
+                  flush=True)
+        print(f"     a first sweep's queries: {totals['first']:.2f} s CPU; a following sweep's: {totals['following']:.2f} s CPU")
         ours.send("stop")
 
 
