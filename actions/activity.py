@@ -6,8 +6,10 @@ multiples of ``step`` seconds since the epoch, as Prometheus aligns them; the st
 as in Prometheus 2.x): the last busy step, the first and the last step at which a sample was
 visible. A state known up to ``as_of`` and the answers over ``[as_of - step, at]`` (one step of
 overlap, so a step evaluated before its last samples arrived is evaluated again) together hold
-every step of ``[as_of - lookback, at]``, a superset of the lookback at ``at``; :func:`merge`
-takes the max and min and drops what fell out of it, giving the full query's answer.
+every step of ``[as_of - lookback, at]``, a superset of the lookback at ``at``: :func:`merge`
+takes the max and min and drops what fell out of the lookback, and :func:`lookback_answers` clamps first
+samples to it, giving the full query's answer. The store keeps the state as :func:`encode` rows,
+which stay the same from sweep to sweep for a GPU whose figures did not change.
 
 One case differs: a key whose first sample fell out of the lookback answers the lookback's first
 step, where the full query would answer its first step with a sample after the lookback start
@@ -62,16 +64,13 @@ def _min(a: float | None, b: float | None) -> float | None:
     return b if a is None else a if b is None else min(a, b)
 
 
-def merge(
-    known: Mapping[Key, Seen], new: Mapping[Key, Seen], at: float, lookback: float, step: float
-) -> dict[Key, Seen]:
-    """The lookback answers at ``at`` from the state ``known`` (answers up to its ``as_of``, which
-    :func:`span_seconds` accepted) and ``new`` (the answers over the span since): last times are
-    the later of the two, first samples the earlier; a last time before the lookback start is
-    None, a first sample before it the lookback's :func:`first_step`. Keys neither seen nor busy
-    within the lookback are dropped. With ``known`` empty it is ``new`` as it came."""
+def merge(known: Mapping[Key, Seen], new: Mapping[Key, Seen], at: float, lookback: float) -> dict[Key, Seen]:
+    """The state at ``at`` from the state ``known`` (up to an ``as_of`` that :func:`span_seconds`
+    accepted) and ``new`` (the answers over the span since): last times are the later of the two,
+    first samples the earlier; a last busy time before the lookback start is None, and keys
+    neither seen nor busy within the lookback are dropped. First samples are kept as they were
+    (:func:`lookback_answers` clamps them), so a long-lived key's row does not change every sweep."""
     start = at - lookback
-    first = first_step(at, lookback, step)
     out: dict[Key, Seen] = {}
     for key in known.keys() | new.keys():
         k, n = known.get(key, NOT_SEEN), new.get(key, NOT_SEEN)
@@ -79,12 +78,49 @@ def merge(
         active = _max(k.last_active, n.last_active)
         if active is not None and active < start:
             active = None
-        if last is None or last < start:
-            if active is None:
-                continue
-            last, since = None, None
-        else:
-            since = _min(k.first_sample, n.first_sample)
-            since = first if since is None or since < start else since
-        out[key] = Seen(since, last, active)
+        if last is not None and last < start:
+            last = None
+        if last is None and active is None:
+            continue
+        out[key] = Seen(_min(k.first_sample, n.first_sample) if last is not None else None, last, active)
     return out
+
+
+def lookback_answers(state: Mapping[Key, Seen], at: float, lookback: float, step: float) -> dict[Key, Seen]:
+    """The lookback answers at ``at`` of a :func:`merge`'d ``state``: a first sample before the
+    lookback start is the lookback's :func:`first_step`."""
+    start, first = at - lookback, first_step(at, lookback, step)
+    return {
+        key: s if s.first_sample is None or s.first_sample >= start else Seen(first, s.last_sample, s.last_active)
+        for key, s in state.items()
+    }
+
+
+# A key's row as the store keeps it: (first_sample, last_sample, seen at the last step,
+# last_active, busy at the last step); a last time at the state's last step is kept as the flag
+# alone, so a GPU that stays seen (or busy) keeps the same row from sweep to sweep.
+Row = tuple[float | None, float | None, bool, float | None, bool]
+
+
+def last_step(as_of: float, step: float) -> float:
+    """The last subquery step at or before ``as_of``."""
+    return math.floor(as_of / step) * step
+
+
+def encode(state: Mapping[Key, Seen], as_of: float, step: float) -> dict[Key, Row]:
+    """``state`` as rows (:data:`Row`) known up to ``as_of``; :func:`decode` reverses it."""
+    now = last_step(as_of, step)
+    rows: dict[Key, Row] = {}
+    for key, s in state.items():
+        seen, busy = s.last_sample == now, s.last_active == now
+        rows[key] = (s.first_sample, None if seen else s.last_sample, seen, None if busy else s.last_active, busy)
+    return rows
+
+
+def decode(rows: Mapping[Key, Row], as_of: float, step: float) -> dict[Key, Seen]:
+    """The state that :func:`encode` made ``rows`` of, with the same ``as_of`` and ``step``."""
+    now = last_step(as_of, step)
+    return {
+        key: Seen(first, now if seen else last, now if busy else active)
+        for key, (first, last, seen, active, busy) in rows.items()
+    }

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from actions.activity import Seen, first_step, merge, span_seconds
+from actions.activity import Seen, decode, encode, first_step, lookback_answers, merge, span_seconds
 from actions.activity_store import ActivityStore
 from actions.model import ENGINE_ACTIVE, GPU_UTIL
 from actions.policy import Policy
@@ -139,32 +139,57 @@ def test_merge_keeps_the_latest_and_earliest_and_drops_what_left_the_lookback() 
     known = {
         ("busy-before",): Seen(start - 600, at - 900, start - 300),  # last busy before the lookback: never
         ("gone",): Seen(start - 3000, start - 300, None),  # last seen before the lookback: dropped
-        ("old",): Seen(start - 3000, at - 600, at - 600),  # first seen before it: its first step
+        ("old",): Seen(start - 3000, at - 600, at - 600),  # first seen before it: kept, answered as its first step
         ("kept",): Seen(start + 600, at - 600, at - 1200),
     }
     new = {("kept",): Seen(at - 300, at, None), ("new",): Seen(at - 300, at, at)}
-    merged = merge(known, new, at, LOOKBACK, STEP)
-    assert merged == {
-        ("busy-before",): Seen(first_step(at, LOOKBACK, STEP), at - 900, None),
-        ("old",): Seen(first_step(at, LOOKBACK, STEP), at - 600, at - 600),
+    state = merge(known, new, at, LOOKBACK)
+    assert state == {
+        ("busy-before",): Seen(start - 600, at - 900, None),
+        ("old",): Seen(start - 3000, at - 600, at - 600),
         ("kept",): Seen(start + 600, at, at - 1200),
         ("new",): Seen(at - 300, at, at),
     }
+    first = first_step(at, LOOKBACK, STEP)
+    assert lookback_answers(state, at, LOOKBACK, STEP) == {
+        **state, ("busy-before",): Seen(first, at - 900, None), ("old",): Seen(first, at - 600, at - 600),
+    }
     assert first_step(at + 1, LOOKBACK, STEP) == start + STEP
+
+
+def test_rows_of_a_gpu_that_stays_seen_do_not_change_between_sweeps() -> None:
+    at = _at(12, 1).timestamp()
+    state = {("idle",): Seen(at - 7000, _at(12).timestamp(), at - 3600), ("busy",): Seen(at - 60, _at(12).timestamp(), _at(12).timestamp())}
+    rows = encode(state, at, STEP)
+    assert decode(rows, at, STEP) == state
+    later = at + 900
+    moved = {k: Seen(s.first_sample, _at(12, 15).timestamp(), s.last_active if k == ("idle",) else _at(12, 15).timestamp())
+             for k, s in state.items()}
+    assert encode(moved, later, STEP) == rows
 
 
 def test_state_round_trips_per_cluster_and_policy(store: Store) -> None:
     kept = ActivityStore(store)
     at = _at(12).timestamp() + 0.25
-    answers = {A: Seen(at - 3600, at - 60, None), (*A[:-1], "a-1"): Seen(at - 7200, at, at - 300)}
+    rows = {A: (at - 3600, at - 60, False, None, False), (*A[:-1], "a-1"): (at - 7200, None, True, at - 300, False)}
     assert kept.read("gpu-east", "1%/10800s/300s") == (None, {})
-    assert kept.write("gpu-east", "1%/10800s/300s", at, answers)
-    kept.write("gpu-west", "1%/10800s/300s", at - 60, {A: Seen(at, at, at)})
-    kept.write("gpu-east", "5%/10800s/300s", at - 30, {A: Seen(None, None, at)})
-    assert kept.read("gpu-east", "1%/10800s/300s") == (at, answers)
-    assert kept.read("gpu-west", "1%/10800s/300s") == (at - 60, {A: Seen(at, at, at)})
-    assert kept.read("gpu-east", "5%/10800s/300s") == (at - 30, {A: Seen(None, None, at)})
-    # A write replaces the cluster's state under that policy: a key not written again is gone.
-    kept.write("gpu-east", "1%/10800s/300s", at + 60, {A: Seen(at - 3600, at + 60, at + 60)})
-    assert kept.read("gpu-east", "1%/10800s/300s") == (at + 60, {A: Seen(at - 3600, at + 60, at + 60)})
+    assert kept.write("gpu-east", "1%/10800s/300s", None, at, rows)
+    assert kept.write("gpu-west", "1%/10800s/300s", None, at - 60, {A: (at, None, True, None, True)})
+    assert kept.write("gpu-east", "5%/10800s/300s", None, at - 30, {A: (None, None, False, at, False)})
+    # Read in another process (no rows kept in memory) and in this one.
+    for reader in (ActivityStore(Store(store.engine.url)), kept):
+        assert reader.read("gpu-east", "1%/10800s/300s") == (at, rows)
+        assert reader.read("gpu-west", "1%/10800s/300s") == (at - 60, {A: (at, None, True, None, True)})
+        assert reader.read("gpu-east", "5%/10800s/300s") == (at - 30, {A: (None, None, False, at, False)})
+    # A write changes the rows that changed, adds the new and drops the ones not written again.
+    again = {A: (at - 3600, None, True, at + 60, False), (*A[:-1], "a-2"): (at, None, True, None, True)}
+    assert kept.write("gpu-east", "1%/10800s/300s", at, at + 60, again)
+    assert ActivityStore(Store(store.engine.url)).read("gpu-east", "1%/10800s/300s") == (at + 60, again)
     assert kept.read("gpu-west", "1%/10800s/300s")[0] == at - 60
+    # A write merged from a state someone else has since replaced changes nothing.
+    other = ActivityStore(Store(store.engine.url))
+    assert other.read("gpu-east", "1%/10800s/300s")[0] == at + 60
+    assert kept.write("gpu-east", "1%/10800s/300s", at + 60, at + 120, {})
+    assert not other.write("gpu-east", "1%/10800s/300s", at + 60, at + 180, again)
+    assert not other.write("gpu-east", "1%/10800s/300s", None, at + 180, again)
+    assert ActivityStore(Store(store.engine.url)).read("gpu-east", "1%/10800s/300s") == (at + 120, {})

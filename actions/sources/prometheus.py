@@ -25,7 +25,7 @@ from prometheus_api_client import PrometheusApiClientException, PrometheusConnec
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 from urllib3.util.retry import Retry
 
-from actions.activity import Key, Seen, merge, span_seconds
+from actions.activity import Key, Row, Seen, decode, encode, lookback_answers, merge, span_seconds
 from actions.model import ENGINE_ACTIVE, GPU_UTIL, POWER_USAGE, GpuTelemetry, TelemetrySnapshot
 from actions.policy import Policy
 from actions.sources.promql_scope import matcher, scoped
@@ -389,11 +389,11 @@ def _hint(status: int | None) -> str:
 class ActivityStateStore(Protocol):
     """Where the lookback answers are kept between sweeps (:class:`actions.activity_store.ActivityStore`)."""
 
-    def read(self, cluster: str, policy: str) -> tuple[float | None, dict[Key, Seen]]:
-        """``(as_of, answers)``: unix seconds the answers are known up to (None: none kept)."""
+    def read(self, cluster: str, policy: str) -> tuple[float | None, dict[Key, Row]]:
+        """``(as_of, rows)``: unix seconds the rows are known up to (None: none kept)."""
 
-    def write(self, cluster: str, policy: str, as_of: float, answers: Mapping[Key, Seen]) -> bool:
-        """Replace the answers by ``answers`` known up to ``as_of``."""
+    def write(self, cluster: str, policy: str, read_as_of: float | None, as_of: float, rows: Mapping[Key, Row]) -> bool:
+        """Replace the rows merged from the state of ``read_as_of`` by ``rows`` known up to ``as_of``."""
 
 
 def _seen(results: Mapping[str, list[Mapping[str, Any]]]) -> dict[Key, Seen]:
@@ -460,18 +460,19 @@ class PrometheusTelemetry:
         assert self.state is not None
         key, now = activity_policy(policy), at.timestamp()
         lookback, step = policy.activity_lookback_seconds, LOOKBACK_STEP_SECONDS
-        as_of, known = self.state.read(self.cluster, key)
+        as_of, rows = self.state.read(self.cluster, key)
         span = span_seconds(as_of, now, lookback, step)
         queries = lookback_queries(policy, span)
         try:
             new = _seen({name: self.api.instant(name, q, at) for name, q in queries.items()})
         except (KeyError, ValueError, TypeError, IndexError) as e:
             raise TelemetryError(f"Prometheus at {self.url} returned a malformed result: {e}") from e
-        answers = merge(known if span is not None else {}, new, now, lookback, step)
+        known = decode(rows, as_of, step) if span is not None and as_of is not None else {}
+        state = merge(known, new, now, lookback)
         # A fetch of the past leaves a newer state as it is.
         if as_of is None or now >= as_of:
-            self.state.write(self.cluster, key, now, answers)
-        return _answers(answers, now)
+            self.state.write(self.cluster, key, as_of, now, encode(state, now, step))
+        return _answers(lookback_answers(state, now, lookback, step), now)
 
 
 # What `gpu-cost-bot check --connect` looks for: the series the bot's queries read.
