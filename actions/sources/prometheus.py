@@ -215,10 +215,13 @@ def _time(unix: float | None) -> datetime | None:
 
 
 def assemble_snapshot(
-    at: datetime, window_seconds: float, results: Mapping[str, list[Mapping[str, Any]]]
+    at: datetime, window_seconds: float, results: Mapping[str, list[Mapping[str, Any]]],
+    lookback: Mapping[Key, Seen] | None = None,
 ) -> TelemetrySnapshot:
     """Join the per-query results (Prometheus ``data.result`` lists keyed by the names of
     ``telemetry_queries``) into one GpuTelemetry per (GPU, namespace, pod), sorted by node, GPU.
+    ``lookback`` (the answers kept in a state store, unix seconds) gives ``last_active`` and
+    ``first_sample`` instead of the results of those names.
 
     ``gpu`` is the UUID, or ``"<Hostname>/<gpu index>"`` when the series carry no UUID, with
     ``/<GPU_I_ID>`` after it for a MIG instance. Raises KeyError/ValueError on a malformed result.
@@ -231,6 +234,14 @@ def assemble_snapshot(
             entry[name] = _value(sample)
             if name == "peak_engine":
                 entry["signal"] = metric.get(SIGNAL_LABEL)
+    for key, seen in (lookback or {}).items():
+        if seen.last_active is None and seen.first_sample is None:
+            continue
+        entry = by_key.setdefault(key, {})
+        if seen.last_active is not None:
+            entry["last_active"] = seen.last_active
+        if seen.first_sample is not None:
+            entry["first_sample"] = seen.first_sample
 
     gpus = []
     for key, e in by_key.items():
@@ -405,17 +416,6 @@ def _seen(results: Mapping[str, list[Mapping[str, Any]]]) -> dict[Key, Seen]:
     return {key: Seen(**v) for key, v in values.items()}
 
 
-def _answers(answers: Mapping[Key, Seen], at: float) -> dict[str, list[dict[str, Any]]]:
-    """``answers`` as the ``last_active`` and ``first_sample`` results Prometheus would give."""
-    out: dict[str, list[dict[str, Any]]] = {"last_active": [], "first_sample": []}
-    for key, seen in answers.items():
-        metric = dict(zip(GROUP_LABELS, key))
-        for name, value in (("last_active", seen.last_active), ("first_sample", seen.first_sample)):
-            if value is not None:
-                out[name].append({"metric": metric, "value": [at, repr(value)]})
-    return out
-
-
 class PrometheusTelemetry:
     """Reads per-GPU telemetry through a :class:`PrometheusApi` at ``url`` (arguments as there).
 
@@ -444,19 +444,21 @@ class PrometheusTelemetry:
         if at.tzinfo is None:
             raise ValueError(f"at={at!r} has no time zone; pass an aware UTC datetime")
         at = at.astimezone(timezone.utc)
+        lookback = None
         if self.state is None:
             queries = telemetry_queries(policy)
             results = {name: self.api.instant(name, q, at) for name, q in queries.items()}
         else:
             results = {name: self.api.instant(name, q, at) for name, q in window_queries(policy).items()}
-            results.update(self._lookback(at, policy))
+            lookback = self._lookback(at, policy)
         try:
-            return assemble_snapshot(at, policy.window_seconds, results)
+            return assemble_snapshot(at, policy.window_seconds, results, lookback)
         except (KeyError, ValueError, TypeError, IndexError) as e:
             raise TelemetryError(f"Prometheus at {self.url} returned a malformed result: {e}") from e
 
-    def _lookback(self, at: datetime, policy: Policy) -> dict[str, list[dict[str, Any]]]:
-        """The lookback answers at ``at`` from the state kept and the span since it, kept again."""
+    def _lookback(self, at: datetime, policy: Policy) -> dict[Key, Seen]:
+        """The lookback answers at ``at`` (unix seconds) from the state kept and the span since
+        it, kept again."""
         assert self.state is not None
         key, now = activity_policy(policy), at.timestamp()
         lookback, step = policy.activity_lookback_seconds, LOOKBACK_STEP_SECONDS
@@ -472,7 +474,7 @@ class PrometheusTelemetry:
         # A fetch of the past leaves a newer state as it is.
         if as_of is None or now >= as_of:
             self.state.write(self.cluster, key, as_of, now, encode(state, now, step))
-        return _answers(lookback_answers(state, now, lookback, step), now)
+        return lookback_answers(state, now, lookback, step)
 
 
 # What `gpu-cost-bot check --connect` looks for: the series the bot's queries read.
