@@ -1,8 +1,10 @@
 """Per-GPU telemetry from dcgm-exporter series in Prometheus.
 
 Every figure is aggregated server-side in PromQL, one instant query per signal evaluated at the
-caller's ``at``, so a fetch costs ``len(telemetry_queries(policy))`` requests however large the
-fleet is. Every dcgm-exporter label convention is read as one:
+caller's ``at``, so a fetch costs a fixed number of requests however large the fleet is: the
+window's four and two over the whole activity lookback, or, with a state store, three over the
+span since the last fetch (last active, first and last sample; :mod:`actions.activity`), which
+step through minutes instead of 7 days. Every dcgm-exporter label convention is read as one:
 
 - the pod: ``pod``/``namespace`` (honor_labels on), ``exported_pod``/``exported_namespace``
   (honor_labels off, where ``pod``/``namespace`` name the exporter itself), and
@@ -198,7 +200,6 @@ def activity_policy(policy: Policy) -> str:
     """What the lookback answers depend on besides the series, as the state store keys them:
     the idle threshold, the lookback and its step, e.g. ``"1%/604800s/300s"``."""
     return f"{_number(policy.engine_idle_pct)}%/{_duration(policy.activity_lookback_seconds)}/{_duration(LOOKBACK_STEP_SECONDS)}"
-
 
 
 def _key(metric: Mapping[str, str]) -> Key:
