@@ -2,7 +2,8 @@
 actions/activity_store.py): a sequence of sweeps that each ask Prometheus only about the span
 since the last one answers, on a real Prometheus, exactly what asking about the whole lookback
 answers, through a gap longer than the lookback, a pod that becomes busy again, a pod that goes
-away, a new pod, an exporter restart and a sweep of the past; the state round-trips on SQLite and
+away, new pods (one between two sweeps), exporter restarts (a new instance label; an upgrade
+that renames ``Hostname``) and a sweep of the past, the window's coverage included; the state round-trips on SQLite and
 PostgreSQL, per cluster and per policy.
 
 Label conventions as dcgm-exporter writes them (NVIDIA/dcgm-exporter
@@ -20,6 +21,7 @@ from actions.activity import Seen, decode, encode, first_step, lookback_answers,
 from actions.activity_store import ActivityStore
 from actions.model import ENGINE_ACTIVE, GPU_UTIL
 from actions.policy import Policy
+from actions.presence import Presence, advance, chunks, first_last, step_mask
 from actions.sources.prometheus import LOOKBACK_STEP_SECONDS, PrometheusTelemetry, activity_policy
 from actions.store import Store
 from tests.databases import *  # noqa: F403
@@ -43,7 +45,7 @@ def _ts(hh: int, mm: int = 0) -> int:
 
 
 def openmetrics() -> str:
-    """Six GPUs over START..END every 60 s (see the module docstring for the cases)."""
+    """Eight GPUs over START..END every 60 s (see the module docstring for the cases)."""
     times = list(range(_ts(6), _ts(14) + 1, 60))
     model = {"modelName": "NVIDIA H100 80GB HBM3"}
     lines: dict[str, list[str]] = {ENGINE_ACTIVE: [], GPU_UTIL: []}
@@ -75,6 +77,14 @@ def openmetrics() -> str:
                            ("10.0.0.9:9400", [t for t in times if t >= _ts(7, 12)])):
         lines[GPU_UTIL] += _series(GPU_UTIL, {**model, "UUID": "GPU-f", "gpu": "5", "Hostname": "n3", "namespace": "ns",
                                               "pod": "f-0", "instance": instance}, [(t, 0.0) for t in part])
+    # A pod that starts at 11:10, between two sweeps.
+    lines[GPU_UTIL] += _series(GPU_UTIL, {**model, "UUID": "GPU-g", "gpu": "6", "Hostname": "n4", "namespace": "ns",
+                                          "pod": "g-0"}, [(t, 30.0) for t in times if t >= _ts(11, 10)])
+    # The exporter upgraded at 11:30 to its main branch, which names the node `hostname`: two
+    # series sets of one GPU and pod.
+    for host, part in (("Hostname", [t for t in times if t < _ts(11, 30)]), ("hostname", [t for t in times if t >= _ts(11, 33)])):
+        lines[ENGINE_ACTIVE] += _series(ENGINE_ACTIVE, {**model, "UUID": "GPU-h", "gpu": "7", host: "n4",
+                                                        "namespace": "ns", "pod": "h-0"}, [(t, 0.0) for t in part])
     out = []
     for name, body in lines.items():
         out += [f"# TYPE {name} gauge", *body]
@@ -102,11 +112,13 @@ def test_incremental_sweeps_answer_what_the_full_lookback_answers(prometheus: st
     incremental = PrometheusTelemetry(prometheus, state=kept, cluster="gpu-east")
     full = PrometheusTelemetry(prometheus)
     key = activity_policy(POLICY)
-    spans, last_active_a = [], {}
+    spans, last_active_a, requests = [], {}, []
     for at in SWEEPS[:5] + [PAST] + SWEEPS[5:]:
         as_of, _ = kept.read("gpu-east", key)
         spans.append(span_seconds(as_of, at.timestamp(), LOOKBACK, STEP))
+        sent = incremental.api.requests
         got, want = incremental.fetch(at, POLICY), full.fetch(at, POLICY)
+        requests.append(incremental.api.requests - sent)
         assert got == want, at
         assert kept.read("gpu-east", key)[0] == max(at.timestamp(), as_of or 0)
         last_active_a[at] = next(g.last_active for g in got.gpus if g.pod == "a-0")
@@ -114,6 +126,11 @@ def test_incremental_sweeps_answer_what_the_full_lookback_answers(prometheus: st
     full_at = [at for at, span in zip(SWEEPS[:5] + [PAST] + SWEEPS[5:], spans) if span is None]
     assert full_at == [SWEEPS[0], SWEEPS[3], PAST]
     assert spans[1] == 13 * 60 + 17 + STEP
+    # Peak, mean power and power limit; the window's presence (61 steps: two queries, or one for
+    # the steps since the last sweep); the lookback's three over 7 days, or last active alone over
+    # the span (first and last sample then come from the window's presence).
+    assert requests == [3 + 2 + 3, 3 + 1 + 1, 3 + 1 + 1, 3 + 2 + 3, 3 + 1 + 1, 3 + 2 + 3, 3 + 2 + 1, 3 + 1 + 1,
+                        3 + 1 + 1, 3 + 1 + 1, 3 + 1 + 1, 3 + 1 + 1, 3 + 1 + 1, 3 + 1 + 1]
     # The cases are there: a-0 busy again from 10:30, then idle; d-0 gone from the lookback at 11:05.
     assert last_active_a[_at(10, 25)] is None
     assert last_active_a[_at(10, 45)] == _at(10, 45)
@@ -122,6 +139,8 @@ def test_incremental_sweeps_answer_what_the_full_lookback_answers(prometheus: st
     pods = {g.pod for g in incremental.fetch(_at(10, 58, 9), POLICY).gpus}
     assert "d-0" in pods and "c-0" in pods and "b-0" in pods
     assert "d-0" not in {g.pod for g in incremental.fetch(_at(11, 20), POLICY).gpus}
+    g = next(g for g in incremental.fetch(_at(11, 20), POLICY).gpus if g.pod == "g-0")
+    assert g.first_sample == _at(11, 10) and 0 < g.coverage < 1
 
 
 def test_span_is_the_time_since_the_state_plus_one_step() -> None:
@@ -193,3 +212,15 @@ def test_state_round_trips_per_cluster_and_policy(store: Store) -> None:
     assert not other.write("gpu-east", "1%/10800s/300s", at + 60, at + 180, again)
     assert not other.write("gpu-east", "1%/10800s/300s", None, at + 180, again)
     assert ActivityStore(Store(store.engine.url)).read("gpu-east", "1%/10800s/300s") == (at + 120, {})
+
+
+def test_presence_keeps_the_window_and_replaces_the_steps_asked_again() -> None:
+    assert chunks(100, 160) == [(100, 151), (152, 160)]
+    known = Presence(100, 110, {"a": 0b10000000001, "b": 0b1})  # a at 100 and 110, b at 100
+    # The window moves to 105..115; steps 110..115 asked again: a not at 110 after all, at 112.
+    moved = advance(known, 105, 115, {"a": 0b100, "c": 0b1}, 110)
+    assert moved == Presence(105, 115, {"a": 0b10000000, "c": 0b100000})
+    assert first_last(moved.bits["a"], moved.base) == (112, 112)
+    assert first_last(0, 105) is None
+    # Steps 105..115 that are multiples of 5: 105, 110, 115.
+    assert step_mask(105, 103, 115, 5) == (1 << 0) | (1 << 5) | (1 << 10)

@@ -30,6 +30,7 @@ from urllib3.util.retry import Retry
 from actions.activity import Key, Row, Seen, decode, encode, lookback_answers, merge, span_seconds
 from actions.model import ENGINE_ACTIVE, GPU_UTIL, POWER_USAGE, GpuTelemetry, TelemetrySnapshot
 from actions.policy import Policy
+from actions.presence import Presence, advance, chunks, first_last, step_mask, step_range
 from actions.sources.promql_scope import matcher, scoped
 
 # Labels one GPU-per-pod result is grouped by. modelName and Hostname are constant per GPU; they
@@ -202,6 +203,27 @@ def activity_policy(policy: Policy) -> str:
     return f"{_number(policy.engine_idle_pct)}%/{_duration(policy.activity_lookback_seconds)}/{_duration(LOOKBACK_STEP_SECONDS)}"
 
 
+def presence_query(first: int, last: int, step: float) -> tuple[str, float]:
+    """``(PromQL, unix seconds to evaluate it at)`` of the steps ``first`` to ``last`` (indices of
+    ``step`` seconds, at most :data:`actions.presence.MAX_BITS`) at which each series set
+    (``SOURCE_LABELS``) had an activity sample visible, as one number: the sum of
+    ``2 ** (n - first)`` over them (:mod:`actions.presence`). The range ends half a step before
+    ``first``, so it holds the same steps whether Prometheus bounds it closed or open. Pure."""
+    span = _duration((last - first) * step + step / 2)
+    exponent = f"(timestamp({_PRESENT}) - {_number(first * step)}) / {_number(step)}"
+    return f"sum_over_time((2 ^ ({exponent}))[{span}:{_duration(step)}])", last * step
+
+
+def group_key(metric: Mapping[str, str]) -> Key:
+    """The telemetry key of a series set named by its own labels: the label conventions read as
+    one as ``label_replace`` does in :func:`_pod_labels` (a non-empty source label wins)."""
+    m = dict(metric)
+    for target, source in _LABEL_ALIASES:
+        if m.get(source):
+            m[target] = m[source]
+    return _key(m)
+
+
 def _key(metric: Mapping[str, str]) -> Key:
     return tuple(metric.get(label, "") for label in GROUP_LABELS)
 
@@ -217,12 +239,13 @@ def _time(unix: float | None) -> datetime | None:
 
 def assemble_snapshot(
     at: datetime, window_seconds: float, results: Mapping[str, list[Mapping[str, Any]]],
-    lookback: Mapping[Key, Seen] | None = None,
+    lookback: Mapping[Key, Seen] | None = None, coverage: Mapping[Key, float] | None = None,
 ) -> TelemetrySnapshot:
     """Join the per-query results (Prometheus ``data.result`` lists keyed by the names of
     ``telemetry_queries``) into one GpuTelemetry per (GPU, namespace, pod), sorted by node, GPU.
     ``lookback`` (the answers kept in a state store, unix seconds) gives ``last_active`` and
-    ``first_sample`` instead of the results of those names.
+    ``first_sample``, and ``coverage`` (ratio 0-1) the coverage, instead of the results of
+    those names.
 
     ``gpu`` is the UUID, or ``"<Hostname>/<gpu index>"`` when the series carry no UUID, with
     ``/<GPU_I_ID>`` after it for a MIG instance. Raises KeyError/ValueError on a malformed result.
@@ -235,6 +258,8 @@ def assemble_snapshot(
             entry[name] = _value(sample)
             if name == "peak_engine":
                 entry["signal"] = metric.get(SIGNAL_LABEL)
+    for key, ratio in (coverage or {}).items():
+        by_key.setdefault(key, {})["coverage"] = ratio
     for key, seen in (lookback or {}).items():
         if seen.last_active is None and seen.first_sample is None:
             continue
@@ -408,13 +433,43 @@ class ActivityStateStore(Protocol):
         """Replace the rows merged from the state of ``read_as_of`` by ``rows`` known up to ``as_of``."""
 
 
-def _seen(results: Mapping[str, list[Mapping[str, Any]]]) -> dict[Key, Seen]:
-    """The :func:`lookback_queries` results per telemetry key."""
-    values: dict[Key, dict[str, float | None]] = {}
+def _seen(results: Mapping[str, list[Mapping[str, Any]]], base: Mapping[Key, Seen] | None = None) -> dict[Key, Seen]:
+    """The :func:`lookback_queries` results per telemetry key, over what ``base`` holds."""
+    values: dict[Key, dict[str, float | None]] = {
+        key: {"first_sample": s.first_sample, "last_sample": s.last_sample} for key, s in (base or {}).items()
+    }
     for name in ("first_sample", "last_sample", "last_active"):
         for sample in results.get(name, []):
             values.setdefault(_key(sample["metric"]), {})[name] = _value(sample)
     return {key: Seen(**v) for key, v in values.items()}
+
+
+def _seen_in(presence: Presence, lo: int, hi: int, every: int, step: float) -> dict[Key, Seen]:
+    """The first and last sample per telemetry key at the steps ``lo`` to ``hi`` of ``presence``
+    that are multiples of ``every``, in unix seconds: what ``lookback_queries``' ``first_sample``
+    and ``last_sample`` answer over those steps."""
+    mask = step_mask(presence.base, lo, hi, every)
+    out: dict[Key, Seen] = {}
+    for source, bits in presence.bits.items():
+        found = first_last(bits & mask, presence.base)
+        if found is None:
+            continue
+        key = group_key(dict(zip(SOURCE_LABELS, source)))
+        first, last = found[0] * step, found[1] * step
+        s = out.get(key)
+        out[key] = Seen(first, last) if s is None else Seen(min(first, s.first_sample), max(last, s.last_sample))
+    return out
+
+
+def _coverage(presence: Presence, policy: Policy) -> dict[Key, float]:
+    """The window's coverage per telemetry key (ratio 0-1): the most steps any of its series sets
+    was seen at over the window's steps, capped at 1, as the ``coverage`` query answers."""
+    steps = policy.window_seconds / policy.sample_step_seconds
+    counts: dict[Key, int] = {}
+    for source, bits in presence.bits.items():
+        key = group_key(dict(zip(SOURCE_LABELS, source)))
+        counts[key] = max(counts.get(key, 0), bits.bit_count())
+    return {key: min(n / steps, 1.0) for key, n in counts.items()}
 
 
 class PrometheusTelemetry:
@@ -432,6 +487,8 @@ class PrometheusTelemetry:
         self.url = self.api.url
         self.state = state
         self.cluster = cluster
+        # (window, step) -> the window's steps each series set was seen at, as of the last fetch.
+        self._windows: dict[tuple[float, float], Presence] = {}
 
     def fetch(self, at: datetime, policy: Policy) -> TelemetrySnapshot:
         """Telemetry of every GPU over ``policy.window_seconds`` ending at ``at`` (aware datetime;
@@ -445,29 +502,63 @@ class PrometheusTelemetry:
         if at.tzinfo is None:
             raise ValueError(f"at={at!r} has no time zone; pass an aware UTC datetime")
         at = at.astimezone(timezone.utc)
-        lookback = None
+        lookback = coverage = None
         if self.state is None:
             queries = telemetry_queries(policy)
             results = {name: self.api.instant(name, q, at) for name, q in queries.items()}
         else:
-            results = {name: self.api.instant(name, q, at) for name, q in window_queries(policy).items()}
-            lookback = self._lookback(at, policy)
+            queries = {name: q for name, q in window_queries(policy).items() if name != "coverage"}
+            results = {name: self.api.instant(name, q, at) for name, q in queries.items()}
+            try:
+                presence = self._presence(at, policy)
+            except (KeyError, ValueError, TypeError, IndexError) as e:
+                raise TelemetryError(f"Prometheus at {self.url} returned a malformed result: {e}") from e
+            coverage = _coverage(presence, policy)
+            lookback = self._lookback(at, policy, presence)
         try:
-            return assemble_snapshot(at, policy.window_seconds, results, lookback)
+            return assemble_snapshot(at, policy.window_seconds, results, lookback, coverage)
         except (KeyError, ValueError, TypeError, IndexError) as e:
             raise TelemetryError(f"Prometheus at {self.url} returned a malformed result: {e}") from e
 
-    def _lookback(self, at: datetime, policy: Policy) -> dict[Key, Seen]:
+    def _presence(self, at: datetime, policy: Policy) -> Presence:
+        """At which steps of the window ending at ``at`` each series set was seen: the steps
+        since the last fetch asked of Prometheus, the ones before from memory."""
+        step = policy.sample_step_seconds
+        first, last = step_range(at.timestamp() - policy.window_seconds, at.timestamp(), step)
+        known = self._windows.get((policy.window_seconds, step))
+        if known is None or known.base > first or known.last > last:
+            known = None
+        # The last step known is asked again: it may have been asked before its samples arrived.
+        new_first = first if known is None else max(first, known.last)
+        new: dict[Key, int] = {}
+        for a, b in chunks(new_first, last):
+            promql, when = presence_query(a, b, step)
+            for sample in self.api.instant("presence", promql, datetime.fromtimestamp(when, tz=timezone.utc)):
+                source = tuple(sample["metric"].get(label, "") for label in SOURCE_LABELS)
+                new[source] = new.get(source, 0) | (int(float(sample["value"][1])) << (a - new_first))
+        presence = advance(known, first, last, new, new_first)
+        self._windows[(policy.window_seconds, step)] = presence
+        return presence
+
+    def _lookback(self, at: datetime, policy: Policy, presence: Presence) -> dict[Key, Seen]:
         """The lookback answers at ``at`` (unix seconds) from the state kept and the span since
-        it, kept again."""
+        it, kept again. The first and last sample over the span come from ``presence`` when it
+        holds the span's steps."""
         assert self.state is not None
         key, now = activity_policy(policy), at.timestamp()
         lookback, step = policy.activity_lookback_seconds, LOOKBACK_STEP_SECONDS
         as_of, rows = self.state.read(self.cluster, key)
         span = span_seconds(as_of, now, lookback, step)
         queries = lookback_queries(policy, span)
+        seen: dict[Key, Seen] = {}
+        every = step / policy.sample_step_seconds
+        if span is not None and every.is_integer():
+            lo, hi = step_range(now - span, now, policy.sample_step_seconds)
+            if lo >= presence.base and hi == presence.last:
+                seen = _seen_in(presence, lo, hi, int(every), policy.sample_step_seconds)
+                queries = {"last_active": queries["last_active"]}
         try:
-            new = _seen({name: self.api.instant(name, q, at) for name, q in queries.items()})
+            new = _seen({name: self.api.instant(name, q, at) for name, q in queries.items()}, seen)
         except (KeyError, ValueError, TypeError, IndexError) as e:
             raise TelemetryError(f"Prometheus at {self.url} returned a malformed result: {e}") from e
         known = decode(rows, as_of, step) if span is not None and as_of is not None else {}

@@ -1,0 +1,78 @@
+"""At which sample steps of the window each series set was seen, kept in memory between sweeps,
+so a sweep asks Prometheus only about the steps since the last one.
+
+A step is a multiple of ``step`` seconds since the epoch (Prometheus aligns subquery steps so),
+named by its index ``n`` (time ``n * step``). Prometheus answers a run of at most
+:data:`MAX_BITS` steps as one number per series set: the sum of ``2 ** (n - first)`` over the
+steps at which it was seen, exact in a float64. The window's coverage is then the number of bits
+set, as ``count_over_time`` over the same steps counts them; the first and last seen step of a
+lookback span are the lowest and highest bits at its steps.
+
+Pure: no clock, no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Hashable, Mapping
+
+MAX_BITS = 52
+
+
+def step_range(start: float, end: float, step: float) -> tuple[int, int]:
+    """``(first, last)``: the indices of the steps in ``[start, end]`` (both inclusive, as
+    Prometheus 2.x bounds a subquery)."""
+    return math.ceil(start / step), math.floor(end / step)
+
+
+def chunks(first: int, last: int, size: int = MAX_BITS) -> list[tuple[int, int]]:
+    """``[first, last]`` cut into runs of at most ``size`` steps, oldest first."""
+    return [(a, min(a + size - 1, last)) for a in range(first, last + 1, size)]
+
+
+@dataclass(frozen=True)
+class Presence:
+    """Per series set, bit ``i`` of ``bits`` set when it was seen at step ``base + i``; every
+    step from ``base`` to ``last`` is known."""
+
+    base: int
+    last: int
+    bits: Mapping[Hashable, int]
+
+
+def advance(known: Presence | None, first: int, last: int, new: Mapping[Hashable, int], new_first: int) -> Presence:
+    """The steps ``[first, last]`` known: ``new`` (bits from ``new_first`` on, which it
+    replaces) over what ``known`` held of the steps before ``new_first``. ``known`` must hold
+    every step from ``first`` (or from its base, if later) to ``new_first - 1``; series sets seen
+    at none of the steps are dropped."""
+    out: dict[Hashable, int] = {}
+    keep = (1 << (new_first - first)) - 1
+    if known is not None:
+        for key, bits in known.bits.items():
+            shift = first - known.base
+            old = (bits >> shift if shift >= 0 else bits << -shift) & keep
+            if old:
+                out[key] = old
+    for key, bits in new.items():
+        merged = out.get(key, 0) | (bits << (new_first - first))
+        if merged:
+            out[key] = merged
+    return Presence(first, last, out)
+
+
+def step_mask(base: int, lo: int, hi: int, every: int) -> int:
+    """The bits (from step ``base`` on) of the steps in ``[lo, hi]`` that are multiples of ``every``."""
+    start = max(lo, base)
+    start += (-start) % every
+    mask = 0
+    for n in range(start, hi + 1, every):
+        mask |= 1 << (n - base)
+    return mask
+
+
+def first_last(bits: int, base: int) -> tuple[int, int] | None:
+    """The first and last step index set in ``bits`` (from step ``base`` on); None when none is."""
+    if not bits:
+        return None
+    return base + (bits & -bits).bit_length() - 1, base + bits.bit_length() - 1
