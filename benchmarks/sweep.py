@@ -340,7 +340,8 @@ def part4(gpus: int, pods: int, cache: Path, in_process_sweeps: int) -> None:
     """One-shot sweeps end to end against a fake API server and a real Prometheus."""
     from actions.activity import span_seconds
     from actions.policy import Policy
-    from actions.sources.prometheus import LOOKBACK_STEP_SECONDS, lookback_queries, window_queries
+    from actions.presence import chunks, step_range
+    from actions.sources.prometheus import LOOKBACK_STEP_SECONDS, lookback_queries, presence_query, window_queries
     from benchmarks.scale_fleet import HISTORY_HOURS, tsdb
     from tests.prometheus_server import serving_tsdb
 
@@ -377,33 +378,45 @@ def part4(gpus: int, pods: int, cache: Path, in_process_sweeps: int) -> None:
             print(f"{label:27} " + " ".join(f"{c:>10.2f}" for c in cells), flush=True)
         print(f"   findings {runs[1][1]['findings']}; proposals 1st {runs[0][1]['counts']}, 2nd {runs[1][1]['counts']}")
         print("   (reconcile includes rendering every proposal and writing it to a console chat; Slack's HTTP calls are not in it)")
+        print("   (prom CPU: the 2nd row is three sweeps, and a fresh process asks for the whole window's presence;"
+              " a sweep inside `run` 15 min after the last is the 'following' total below)")
         for k, phases in enumerate(runs[1][1]["again"], 1):
             print(f"   sweep {k + 1} inside the same process (as `run`): "
                   + ", ".join(f"{n} {v:.2f}" for n, v in phases.items()) + f"; total {sum(phases.values()):.2f}")
-        print("   Prometheus CPU per query (each run alone): a first sweep asks about the whole 7-day lookback,"
-              " a following one (state kept in the store) about the 15 min since the last, plus one step")
+        print("   Prometheus CPU per query (each run alone): a first sweep asks about the whole window and 7-day"
+              " lookback; a following one (state in the store and in memory) about the 15 min since the last, plus a step;"
+              " `sweep --json` (no store) runs the window's four and the lookback's first two")
 
-        def cost(q: str) -> tuple[float, float, int]:
+        def cost(q: str, at: float = NOW.timestamp()) -> tuple[float, float, int]:
             before, t0 = prometheus_cpu(prom), time.perf_counter()
             with urllib.request.urlopen(f"{prom}/api/v1/query?" + urllib.parse.urlencode(
-                    {"query": q, "time": NOW.timestamp()}), timeout=900) as resp:
+                    {"query": q, "time": at}), timeout=900) as resp:
                 n = len(json.loads(resp.read())["data"]["result"])
             return prometheus_cpu(prom) - before, time.perf_counter() - t0, n
 
         policy = Policy()
-        span = span_seconds((NOW - timedelta(minutes=15)).timestamp(), NOW.timestamp(),
-                            policy.activity_lookback_seconds, LOOKBACK_STEP_SECONDS)
-        totals = {"first": 0.0, "following": 0.0}
-        rows = [*[(name, q, ("first", "following")) for name, q in window_queries(policy).items()],
-                *[(f"{name} 7d", q, ("first",)) for name, q in lookback_queries(policy).items()],
-                *[(f"{name} {span:g}s", q, ("following",)) for name, q in lookback_queries(policy, span).items()]]
-        for name, q, sweeps in rows:
-            cpu, wall, n = cost(q)
+        now, before = NOW.timestamp(), (NOW - timedelta(minutes=15)).timestamp()
+        span = span_seconds(before, now, policy.activity_lookback_seconds, LOOKBACK_STEP_SECONDS)
+        first, last = step_range(now - policy.window_seconds, now, policy.sample_step_seconds)
+        since = step_range(before, now, policy.sample_step_seconds)[0]
+        rows = [*[(name, q, now, ("first", "following", "no store")) for name, q in window_queries(policy).items()
+                  if name != "coverage"],
+                ("coverage", window_queries(policy)["coverage"], now, ("no store",)),
+                *[(f"presence {b - a + 1} steps", *presence_query(a, b, policy.sample_step_seconds), ("first",))
+                  for a, b in chunks(first, last)],
+                *[(f"presence {b - a + 1} steps", *presence_query(a, b, policy.sample_step_seconds), ("following",))
+                  for a, b in chunks(since, last)],
+                *[(f"{name} 7d", q, now, ("first",) if name == "last_sample" else ("first", "no store"))
+                  for name, q in lookback_queries(policy).items()],
+                (f"last_active {span:g}s", lookback_queries(policy, span)["last_active"], now, ("following",))]
+        totals = {"first": 0.0, "following": 0.0, "no store": 0.0}
+        for name, q, at, sweeps in rows:
+            cpu, wall, n = cost(q, at)
             for sweep in sweeps:
                 totals[sweep] += cpu
-            print(f"     {name:>23}: {cpu:6.2f} s CPU, {wall:6.2f} s wall, {n} series ({' and '.join(sweeps)} sweep)",
-                  flush=True)
-        print(f"     a first sweep's queries: {totals['first']:.2f} s CPU; a following sweep's: {totals['following']:.2f} s CPU")
+            print(f"     {name:>23}: {cpu:6.2f} s CPU, {wall:6.2f} s wall, {n} series ({', '.join(sweeps)})", flush=True)
+        print(f"     a first sweep's queries: {totals['first']:.2f} s CPU; a following sweep's: {totals['following']:.2f} s;"
+              f" without a store: {totals['no store']:.2f} s")
         ours.send("stop")
 
 

@@ -2,9 +2,11 @@
 
 Every figure is aggregated server-side in PromQL, one instant query per signal evaluated at the
 caller's ``at``, so a fetch costs a fixed number of requests however large the fleet is: the
-window's four and two over the whole activity lookback, or, with a state store, three over the
-span since the last fetch (last active, first and last sample; :mod:`actions.activity`), which
-step through minutes instead of 7 days. Every dcgm-exporter label convention is read as one:
+window's four and two over the whole activity lookback; or, with a state store, the window's
+peak, power and power limit, the steps of the window since the last fetch at which each series
+set was seen as one number (:mod:`actions.presence`: the coverage, and the first and last sample
+since) and when each GPU was last busy since the last fetch (:mod:`actions.activity`): minutes
+of steps instead of an hour and 7 days. Every dcgm-exporter label convention is read as one:
 
 - the pod: ``pod``/``namespace`` (honor_labels on), ``exported_pod``/``exported_namespace``
   (honor_labels off, where ``pod``/``namespace`` name the exporter itself), and
@@ -476,8 +478,10 @@ class PrometheusTelemetry:
     """Reads per-GPU telemetry through a :class:`PrometheusApi` at ``url`` (arguments as there).
 
     With ``state`` the lookback answers (last active, first sample) are kept there under
-    ``cluster`` between fetches, and each fetch asks Prometheus only about the span since the
-    last one (:mod:`actions.activity`); without it every fetch asks about the whole lookback."""
+    ``cluster`` between fetches and the window's per-step presence in this object's memory, and
+    each fetch asks Prometheus only about the steps since the last one (:mod:`actions.activity`,
+    :mod:`actions.presence`); without it every fetch asks about the whole window and lookback
+    (:func:`telemetry_queries`)."""
 
     def __init__(
         self, url: str, headers: dict[str, str] | None = None, *, state: ActivityStateStore | None = None,
