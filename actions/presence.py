@@ -2,11 +2,10 @@
 so a sweep asks Prometheus only about the steps since the last one.
 
 A step is a multiple of ``step`` seconds since the epoch (Prometheus aligns subquery steps so),
-named by its index ``n`` (time ``n * step``). Prometheus answers a run of at most
-:data:`MAX_BITS` steps as one number per series set: the sum of ``2 ** (n - first)`` over the
-steps at which it was seen, exact in a float64. The window's coverage is then the number of bits
-set, as ``count_over_time`` over the same steps counts them; the first and last seen step of a
-lookback span are the lowest and highest bits at its steps.
+named by its index ``n`` (time ``n * step``). Per series set, bit ``n - base`` of a number is set
+when the set was seen at step ``n`` (a range query's points over the same steps). The window's
+coverage is then the number of bits set, as ``count_over_time`` over the same steps counts them;
+the first and last seen step of a lookback span are the lowest and highest bits at its steps.
 
 Pure: no clock, no I/O.
 """
@@ -17,18 +16,11 @@ import math
 from dataclasses import dataclass
 from typing import Hashable, Mapping
 
-MAX_BITS = 52
-
 
 def step_range(start: float, end: float, step: float) -> tuple[int, int]:
     """``(first, last)``: the indices of the steps in ``[start, end]`` (both inclusive, as
     Prometheus 2.x bounds a subquery)."""
     return math.ceil(start / step), math.floor(end / step)
-
-
-def chunks(first: int, last: int, size: int = MAX_BITS) -> list[tuple[int, int]]:
-    """``[first, last]`` cut into runs of at most ``size`` steps, oldest first."""
-    return [(a, min(a + size - 1, last)) for a in range(first, last + 1, size)]
 
 
 @dataclass(frozen=True)

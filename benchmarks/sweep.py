@@ -340,7 +340,7 @@ def part4(gpus: int, pods: int, cache: Path, in_process_sweeps: int) -> None:
     """One-shot sweeps end to end against a fake API server and a real Prometheus."""
     from actions.activity import span_seconds
     from actions.policy import Policy
-    from actions.presence import chunks, step_range
+    from actions.presence import step_range
     from actions.sources.prometheus import LOOKBACK_STEP_SECONDS, lookback_queries, presence_query, window_queries
     from benchmarks.scale_fleet import HISTORY_HOURS, tsdb
     from tests.prometheus_server import serving_tsdb
@@ -387,25 +387,27 @@ def part4(gpus: int, pods: int, cache: Path, in_process_sweeps: int) -> None:
               " lookback; a following one (state in the store and in memory) about the 15 min since the last, plus a step;"
               " `sweep --json` (no store) runs the window's four and the lookback's first two")
 
-        def cost(q: str, at: float = NOW.timestamp()) -> tuple[float, float, int]:
+        def cost(q: str, at: float | tuple[float, float] = NOW.timestamp()) -> tuple[float, float, int]:
+            """Prometheus CPU of ``q`` at ``at``, or as a range query every sample step over ``at``."""
             before, t0 = prometheus_cpu(prom), time.perf_counter()
-            with urllib.request.urlopen(f"{prom}/api/v1/query?" + urllib.parse.urlencode(
-                    {"query": q, "time": at}), timeout=900) as resp:
+            params = {"query": q, "time": at} if isinstance(at, float) else \
+                {"query": q, "start": at[0], "end": at[1], "step": policy.sample_step_seconds}
+            with urllib.request.urlopen(f"{prom}/api/v1/{'query' if isinstance(at, float) else 'query_range'}?"
+                                        + urllib.parse.urlencode(params), timeout=900) as resp:
                 n = len(json.loads(resp.read())["data"]["result"])
             return prometheus_cpu(prom) - before, time.perf_counter() - t0, n
 
         policy = Policy()
         now, before = NOW.timestamp(), (NOW - timedelta(minutes=15)).timestamp()
         span = span_seconds(before, now, policy.activity_lookback_seconds, LOOKBACK_STEP_SECONDS)
-        first, last = step_range(now - policy.window_seconds, now, policy.sample_step_seconds)
-        since = step_range(before, now, policy.sample_step_seconds)[0]
+        step = policy.sample_step_seconds
+        first, last = step_range(now - policy.window_seconds, now, step)
+        since = step_range(before, now, step)[0]
         rows = [*[(name, q, now, ("first", "following", "no store")) for name, q in window_queries(policy).items()
                   if name != "coverage"],
                 ("coverage", window_queries(policy)["coverage"], now, ("no store",)),
-                *[(f"presence {b - a + 1} steps", *presence_query(a, b, policy.sample_step_seconds), ("first",))
-                  for a, b in chunks(first, last)],
-                *[(f"presence {b - a + 1} steps", *presence_query(a, b, policy.sample_step_seconds), ("following",))
-                  for a, b in chunks(since, last)],
+                (f"presence {last - first + 1} steps", presence_query(), (first * step, last * step), ("first",)),
+                (f"presence {last - since + 1} steps", presence_query(), (since * step, last * step), ("following",)),
                 *[(f"{name} 7d", q, now, ("first",) if name == "last_sample" else ("first", "no store"))
                   for name, q in lookback_queries(policy).items()],
                 (f"last_active {span:g}s", lookback_queries(policy, span)["last_active"], now, ("following",))]

@@ -21,7 +21,7 @@ from actions.activity import Seen, decode, encode, first_step, lookback_answers,
 from actions.activity_store import ActivityStore
 from actions.model import ENGINE_ACTIVE, GPU_UTIL
 from actions.policy import Policy
-from actions.presence import Presence, advance, chunks, first_last, step_mask
+from actions.presence import Presence, advance, first_last, step_mask
 from actions.sources.prometheus import LOOKBACK_STEP_SECONDS, PrometheusTelemetry, activity_policy
 from actions.store import Store
 from tests.databases import *  # noqa: F403
@@ -126,10 +126,10 @@ def test_incremental_sweeps_answer_what_the_full_lookback_answers(prometheus: st
     full_at = [at for at, span in zip(SWEEPS[:5] + [PAST] + SWEEPS[5:], spans) if span is None]
     assert full_at == [SWEEPS[0], SWEEPS[3], PAST]
     assert spans[1] == 13 * 60 + 17 + STEP
-    # Peak, mean power and power limit; the window's presence (61 steps: two queries, or one for
-    # the steps since the last sweep); the lookback's three over 7 days, or last active alone over
-    # the span (first and last sample then come from the window's presence).
-    assert requests == [3 + 2 + 3, 3 + 1 + 1, 3 + 1 + 1, 3 + 2 + 3, 3 + 1 + 1, 3 + 2 + 3, 3 + 2 + 1, 3 + 1 + 1,
+    # Peak, mean power and power limit; the window's presence (one range query); the lookback's
+    # three over 7 days, or last active alone over the span (first and last sample then come
+    # from the window's presence).
+    assert requests == [3 + 1 + 3, 3 + 1 + 1, 3 + 1 + 1, 3 + 1 + 3, 3 + 1 + 1, 3 + 1 + 3, 3 + 1 + 1, 3 + 1 + 1,
                         3 + 1 + 1, 3 + 1 + 1, 3 + 1 + 1, 3 + 1 + 1, 3 + 1 + 1, 3 + 1 + 1]
     # The cases are there: a-0 busy again from 10:30, then idle; d-0 gone from the lookback at 11:05.
     assert last_active_a[_at(10, 25)] is None
@@ -215,7 +215,6 @@ def test_state_round_trips_per_cluster_and_policy(store: Store) -> None:
 
 
 def test_presence_keeps_the_window_and_replaces_the_steps_asked_again() -> None:
-    assert chunks(100, 160) == [(100, 151), (152, 160)]
     known = Presence(100, 110, {"a": 0b10000000001, "b": 0b1})  # a at 100 and 110, b at 100
     # The window moves to 105..115; steps 110..115 asked again: a not at 110 after all, at 112.
     moved = advance(known, 105, 115, {"a": 0b100, "c": 0b1}, 110)

@@ -32,7 +32,7 @@ from urllib3.util.retry import Retry
 from actions.activity import Key, Row, Seen, decode, encode, lookback_answers, merge, span_seconds
 from actions.model import ENGINE_ACTIVE, GPU_UTIL, POWER_USAGE, GpuTelemetry, TelemetrySnapshot
 from actions.policy import Policy
-from actions.presence import Presence, advance, chunks, first_last, step_mask, step_range
+from actions.presence import Presence, advance, first_last, step_mask, step_range
 from actions.sources.promql_scope import matcher, scoped
 
 # Labels one GPU-per-pod result is grouped by. modelName and Hostname are constant per GPU; they
@@ -205,15 +205,11 @@ def activity_policy(policy: Policy) -> str:
     return f"{_number(policy.engine_idle_pct)}%/{_duration(policy.activity_lookback_seconds)}/{_duration(LOOKBACK_STEP_SECONDS)}"
 
 
-def presence_query(first: int, last: int, step: float) -> tuple[str, float]:
-    """``(PromQL, unix seconds to evaluate it at)`` of the steps ``first`` to ``last`` (indices of
-    ``step`` seconds, at most :data:`actions.presence.MAX_BITS`) at which each series set
-    (``SOURCE_LABELS``) had an activity sample visible, as one number: the sum of
-    ``2 ** (n - first)`` over them (:mod:`actions.presence`). The range ends half a step before
-    ``first``, so it holds the same steps whether Prometheus bounds it closed or open. Pure."""
-    span = _duration((last - first) * step + step / 2)
-    exponent = f"(timestamp({_PRESENT}) - {_number(first * step)}) / {_number(step)}"
-    return f"sum_over_time((2 ^ ({exponent}))[{span}:{_duration(step)}])", last * step
+def presence_query() -> str:
+    """The PromQL text, as a range query stepping every ``policy.sample_step_seconds``, of the
+    steps at which each series set (``SOURCE_LABELS``) had an activity sample visible: a point
+    at each of them (:mod:`actions.presence`). The coverage query counts the same points. Pure."""
+    return _PRESENT
 
 
 def group_key(metric: Mapping[str, str]) -> Key:
@@ -535,11 +531,14 @@ class PrometheusTelemetry:
         # The last step known is asked again: it may have been asked before its samples arrived.
         new_first = first if known is None else max(first, known.last)
         new: dict[Key, int] = {}
-        for a, b in chunks(new_first, last):
-            promql, when = presence_query(a, b, step)
-            for sample in self.api.instant("presence", promql, datetime.fromtimestamp(when, tz=timezone.utc)):
-                source = tuple(sample["metric"].get(label, "") for label in SOURCE_LABELS)
-                new[source] = new.get(source, 0) | (int(float(sample["value"][1])) << (a - new_first))
+        start, end = (datetime.fromtimestamp(n * step, tz=timezone.utc) for n in (new_first, last))
+        # A range query, not a subquery: its points are the steps as they are, with no arithmetic
+        # at each step to pack them (which cost Prometheus more than the steps themselves).
+        for series in self.api.range("presence", presence_query(), start, end, step):
+            bits = 0
+            for t, _ in series["values"]:
+                bits |= 1 << (round(float(t) / step) - new_first)
+            new[tuple(series["metric"].get(label, "") for label in SOURCE_LABELS)] = bits
         presence = advance(known, first, last, new, new_first)
         self._windows[(policy.window_seconds, step)] = presence
         return presence
