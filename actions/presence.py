@@ -34,23 +34,24 @@ class Presence:
 
 
 def advance(known: Presence | None, first: int, last: int, new: Mapping[Hashable, int], new_first: int) -> Presence:
-    """The steps ``[first, last]`` known: ``new`` (bits from ``new_first`` on, which it
-    replaces) over what ``known`` held of the steps before ``new_first``. ``known`` must hold
-    every step from ``first`` (or from its base, if later) to ``new_first - 1``; series sets seen
-    at none of the steps are dropped."""
+    """What is known of the steps ``[first, last]``: ``new`` (bits from ``new_first`` on, which
+    it replaces) over what ``known`` held of the steps before ``new_first``. ``known`` must hold
+    every step from its base (or ``first``, if later) to ``new_first - 1``; the result's base is
+    the later of the two. Series sets seen at none of the steps are dropped."""
+    base = new_first if known is None else max(first, min(known.base, new_first))
     out: dict[Hashable, int] = {}
-    keep = (1 << (new_first - first)) - 1
+    keep = (1 << (new_first - base)) - 1
     if known is not None:
         for key, bits in known.bits.items():
-            shift = first - known.base
+            shift = base - known.base
             old = (bits >> shift if shift >= 0 else bits << -shift) & keep
             if old:
                 out[key] = old
     for key, bits in new.items():
-        merged = out.get(key, 0) | (bits << (new_first - first))
+        merged = out.get(key, 0) | (bits << (new_first - base))
         if merged:
             out[key] = merged
-    return Presence(first, last, out)
+    return Presence(base, last, out)
 
 
 def step_mask(base: int, lo: int, hi: int, every: int) -> int:

@@ -378,7 +378,7 @@ def part4(gpus: int, pods: int, cache: Path, in_process_sweeps: int) -> None:
             print(f"{label:27} " + " ".join(f"{c:>10.2f}" for c in cells), flush=True)
         print(f"   findings {runs[1][1]['findings']}; proposals 1st {runs[0][1]['counts']}, 2nd {runs[1][1]['counts']}")
         print("   (reconcile includes rendering every proposal and writing it to a console chat; Slack's HTTP calls are not in it)")
-        print("   (prom CPU: the 2nd row is three sweeps, and a fresh process asks for the whole window's presence;"
+        print("   (prom CPU: the 2nd row is three sweeps; a fresh process has no steps of the window in memory;"
               " a sweep inside `run` 15 min after the last is the 'following' total below)")
         for k, phases in enumerate(runs[1][1]["again"], 1):
             print(f"   sweep {k + 1} inside the same process (as `run`): "
@@ -401,12 +401,10 @@ def part4(gpus: int, pods: int, cache: Path, in_process_sweeps: int) -> None:
         now, before = NOW.timestamp(), (NOW - timedelta(minutes=15)).timestamp()
         span = span_seconds(before, now, policy.activity_lookback_seconds, LOOKBACK_STEP_SECONDS)
         step = policy.sample_step_seconds
-        first, last = step_range(now - policy.window_seconds, now, step)
-        since = step_range(before, now, step)[0]
+        since, last = step_range(before, now, step)
         rows = [*[(name, q, now, ("first", "following", "no store")) for name, q in window_queries(policy).items()
                   if name != "coverage"],
-                ("coverage", window_queries(policy)["coverage"], now, ("no store",)),
-                (f"presence {last - first + 1} steps", presence_query(), (first * step, last * step), ("first",)),
+                ("coverage", window_queries(policy)["coverage"], now, ("first", "no store")),
                 (f"presence {last - since + 1} steps", presence_query(), (since * step, last * step), ("following",)),
                 *[(f"{name} 7d", q, now, ("first",) if name == "last_sample" else ("first", "no store"))
                   for name, q in lookback_queries(policy).items()],

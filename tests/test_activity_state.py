@@ -126,11 +126,13 @@ def test_incremental_sweeps_answer_what_the_full_lookback_answers(prometheus: st
     full_at = [at for at, span in zip(SWEEPS[:5] + [PAST] + SWEEPS[5:], spans) if span is None]
     assert full_at == [SWEEPS[0], SWEEPS[3], PAST]
     assert spans[1] == 13 * 60 + 17 + STEP
-    # Peak, mean power and power limit; the window's presence (one range query); the lookback's
-    # three over 7 days, or last active alone over the span (first and last sample then come
-    # from the window's presence).
-    assert requests == [3 + 1 + 3, 3 + 1 + 1, 3 + 1 + 1, 3 + 1 + 3, 3 + 1 + 1, 3 + 1 + 3, 3 + 1 + 1, 3 + 1 + 1,
-                        3 + 1 + 1, 3 + 1 + 1, 3 + 1 + 1, 3 + 1 + 1, 3 + 1 + 1, 3 + 1 + 1]
+    # Peak, mean power, power limit and coverage, or the first three once the steps since earlier
+    # sweeps cover the window; the window's presence since the last sweep (a first sweep in a
+    # process, or one after a gap longer than the window, only marks where the next starts); the
+    # lookback's three over 7 days or over the span, or last active alone once the presence in
+    # memory covers the span.
+    assert requests == [4 + 3, 4 + 1 + 3, 4 + 1 + 1, 4 + 3, 4 + 1 + 3, 4 + 3, 4 + 3, 4 + 1 + 3, 4 + 1 + 1, 4 + 1 + 1,
+                        3 + 1 + 1, 3 + 1 + 1, 3 + 1 + 1, 3 + 1 + 1]
     # The cases are there: a-0 busy again from 10:30, then idle; d-0 gone from the lookback at 11:05.
     assert last_active_a[_at(10, 25)] is None
     assert last_active_a[_at(10, 45)] == _at(10, 45)
@@ -219,6 +221,8 @@ def test_presence_keeps_the_window_and_replaces_the_steps_asked_again() -> None:
     # The window moves to 105..115; steps 110..115 asked again: a not at 110 after all, at 112.
     moved = advance(known, 105, 115, {"a": 0b100, "c": 0b1}, 110)
     assert moved == Presence(105, 115, {"a": 0b10000000, "c": 0b100000})
+    # Known only from step 108 on: the window's steps before it stay unknown.
+    assert advance(Presence(108, 110, {"a": 0b1}), 105, 115, {"c": 0b1}, 110) == Presence(108, 115, {"a": 0b1, "c": 0b100})
     assert first_last(moved.bits["a"], moved.base) == (112, 112)
     assert first_last(0, 105) is None
     # Steps 105..115 that are multiples of 5: 105, 110, 115.

@@ -507,29 +507,36 @@ class PrometheusTelemetry:
             queries = telemetry_queries(policy)
             results = {name: self.api.instant(name, q, at) for name, q in queries.items()}
         else:
-            queries = {name: q for name, q in window_queries(policy).items() if name != "coverage"}
-            results = {name: self.api.instant(name, q, at) for name, q in queries.items()}
             try:
                 presence = self._presence(at, policy)
             except (KeyError, ValueError, TypeError, IndexError) as e:
                 raise TelemetryError(f"Prometheus at {self.url} returned a malformed result: {e}") from e
-            coverage = _coverage(presence, policy)
+            # Coverage from the steps in memory once they span the window, else its subquery.
+            whole = presence is not None and presence.base <= step_range(
+                at.timestamp() - policy.window_seconds, at.timestamp(), policy.sample_step_seconds)[0]
+            queries = {name: q for name, q in window_queries(policy).items() if name != "coverage" or not whole}
+            results = {name: self.api.instant(name, q, at) for name, q in queries.items()}
+            coverage = _coverage(presence, policy) if whole and presence is not None else None
             lookback = self._lookback(at, policy, presence)
         try:
             return assemble_snapshot(at, policy.window_seconds, results, lookback, coverage)
         except (KeyError, ValueError, TypeError, IndexError) as e:
             raise TelemetryError(f"Prometheus at {self.url} returned a malformed result: {e}") from e
 
-    def _presence(self, at: datetime, policy: Policy) -> Presence:
-        """At which steps of the window ending at ``at`` each series set was seen: the steps
-        since the last fetch asked of Prometheus, the ones before from memory."""
+    def _presence(self, at: datetime, policy: Policy) -> Presence | None:
+        """At which steps of the window ending at ``at`` each series set was seen, from the
+        last step the previous fetch saw on (the steps since asked of Prometheus, the ones before
+        from memory): the whole window once fetches have covered it. None on a first fetch, which
+        only marks where the next one starts (a whole window of points would cost this process
+        more than the coverage subquery costs Prometheus)."""
         step = policy.sample_step_seconds
         first, last = step_range(at.timestamp() - policy.window_seconds, at.timestamp(), step)
         known = self._windows.get((policy.window_seconds, step))
-        if known is None or known.base > first or known.last > last:
-            known = None
+        if known is None or known.last > last or known.last < first:
+            self._windows[(policy.window_seconds, step)] = Presence(last, last, {})
+            return None
         # The last step known is asked again: it may have been asked before its samples arrived.
-        new_first = first if known is None else max(first, known.last)
+        new_first = known.last
         new: dict[Key, int] = {}
         start, end = (datetime.fromtimestamp(n * step, tz=timezone.utc) for n in (new_first, last))
         # A range query, not a subquery: its points are the steps as they are, with no arithmetic
@@ -543,7 +550,7 @@ class PrometheusTelemetry:
         self._windows[(policy.window_seconds, step)] = presence
         return presence
 
-    def _lookback(self, at: datetime, policy: Policy, presence: Presence) -> dict[Key, Seen]:
+    def _lookback(self, at: datetime, policy: Policy, presence: Presence | None) -> dict[Key, Seen]:
         """The lookback answers at ``at`` (unix seconds) from the state kept and the span since
         it, kept again. The first and last sample over the span come from ``presence`` when it
         holds the span's steps."""
@@ -555,7 +562,7 @@ class PrometheusTelemetry:
         queries = lookback_queries(policy, span)
         seen: dict[Key, Seen] = {}
         every = step / policy.sample_step_seconds
-        if span is not None and every.is_integer():
+        if presence is not None and span is not None and every.is_integer():
             lo, hi = step_range(now - span, now, policy.sample_step_seconds)
             if lo >= presence.base and hi == presence.last:
                 seen = _seen_in(presence, lo, hi, int(every), policy.sample_step_seconds)
