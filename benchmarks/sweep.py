@@ -384,8 +384,9 @@ def part4(gpus: int, pods: int, cache: Path, in_process_sweeps: int) -> None:
             print(f"   sweep {k + 1} inside the same process (as `run`): "
                   + ", ".join(f"{n} {v:.2f}" for n, v in phases.items()) + f"; total {sum(phases.values()):.2f}")
         print("   Prometheus CPU per query (each run alone): a first sweep asks about the whole window and 7-day"
-              " lookback; a following one (state in the store and in memory) about the 15 min since the last, plus a step;"
-              " `sweep --json` (no store) runs the window's four and the lookback's first two")
+              " lookback; a following one inside `run`, once its sweeps span the window (state in the store, the window's"
+              " steps in memory), about the 15 min since the last, plus a step; `sweep --json` (no store) runs the"
+              " window's four and the lookback's first two")
 
         def cost(q: str, at: float | tuple[float, float] = NOW.timestamp()) -> tuple[float, float, int]:
             """Prometheus CPU of ``q`` at ``at``, or as a range query every sample step over ``at``."""
