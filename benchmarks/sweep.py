@@ -345,8 +345,10 @@ def run_oneshot(workdir: Path, prom_url: str, in_process_sweeps: int, minutes_be
 
 def part4(gpus: int, pods: int, cache: Path, in_process_sweeps: int) -> None:
     """One-shot sweeps end to end against a fake API server and a real Prometheus."""
+    from actions.activity import span_seconds
     from actions.policy import Policy
-    from actions.sources.prometheus import telemetry_queries
+    from actions.presence import step_range
+    from actions.sources.prometheus import LOOKBACK_STEP_SECONDS, lookback_queries, presence_query, window_queries
     from benchmarks.scale_fleet import HISTORY_HOURS, tsdb
     from tests.prometheus_server import serving_tsdb
 
@@ -383,27 +385,46 @@ def part4(gpus: int, pods: int, cache: Path, in_process_sweeps: int) -> None:
             print(f"{label:27} " + " ".join(f"{c:>10.2f}" for c in cells), flush=True)
         print(f"   findings {runs[1][1]['findings']}; proposals 1st {runs[0][1]['counts']}, 2nd {runs[1][1]['counts']}")
         print("   (reconcile includes rendering every proposal and writing it to a console chat; Slack's HTTP calls are not in it)")
+        print("   (prom CPU: the 2nd row is three sweeps; a fresh process has no steps of the window in memory;"
+              " a sweep inside `run` 15 min after the last is the 'following' total below)")
         for k, phases in enumerate(runs[1][1]["again"], 1):
             print(f"   sweep {k + 1} inside the same process (as `run`): "
                   + ", ".join(f"{n} {v:.2f}" for n, v in phases.items()) + f"; total {sum(phases.values()):.2f}")
-        print("   Prometheus CPU per query (each run alone; 'was' the subquery forms before 2026-11)")
-        from tests.test_prometheus_subqueries import old_queries
+        print("   Prometheus CPU per query (each run alone): a first sweep asks about the whole window and 7-day"
+              " lookback; a following one inside `run`, once its sweeps span the window (state in the store, the window's"
+              " steps in memory), about the 15 min since the last, plus a step; `sweep --json` (no store) runs the"
+              " window's four and the lookback's first two")
 
-        def cost(q: str) -> tuple[float, float, int]:
+        def cost(q: str, at: float | tuple[float, float] = NOW.timestamp()) -> tuple[float, float, int]:
+            """Prometheus CPU of ``q`` at ``at``, or as a range query every sample step over ``at``."""
             before, t0 = prometheus_cpu(prom), time.perf_counter()
-            with urllib.request.urlopen(f"{prom}/api/v1/query?" + urllib.parse.urlencode(
-                    {"query": q, "time": NOW.timestamp()}), timeout=900) as resp:
+            params = {"query": q, "time": at} if isinstance(at, float) else \
+                {"query": q, "start": at[0], "end": at[1], "step": policy.sample_step_seconds}
+            with urllib.request.urlopen(f"{prom}/api/v1/{'query' if isinstance(at, float) else 'query_range'}?"
+                                        + urllib.parse.urlencode(params), timeout=900) as resp:
                 n = len(json.loads(resp.read())["data"]["result"])
             return prometheus_cpu(prom) - before, time.perf_counter() - t0, n
 
-        was = old_queries(Policy())
-        for name, q in telemetry_queries(Policy()).items():
-            cpu, wall, n = cost(q)
-            line = f"     {name:>13}: {cpu:6.2f} s CPU, {wall:6.2f} s wall, {n} series"
-            if name in was:
-                cpu, wall, _ = cost(was[name])
-                line += f"; was {cpu:6.2f} s CPU, {wall:6.2f} s wall"
-            print(line, flush=True)
+        policy = Policy()
+        now, before = NOW.timestamp(), (NOW - timedelta(minutes=15)).timestamp()
+        span = span_seconds(before, now, policy.activity_lookback_seconds, LOOKBACK_STEP_SECONDS)
+        step = policy.sample_step_seconds
+        since, last = step_range(before, now, step)
+        rows = [*[(name, q, now, ("first", "following", "no store")) for name, q in window_queries(policy).items()
+                  if name != "coverage"],
+                ("coverage", window_queries(policy)["coverage"], now, ("first", "no store")),
+                (f"presence {last - since + 1} steps", presence_query(), (since * step, last * step), ("following",)),
+                *[(f"{name} 7d", q, now, ("first",) if name == "last_sample" else ("first", "no store"))
+                  for name, q in lookback_queries(policy).items()],
+                (f"last_active {span:g}s", lookback_queries(policy, span)["last_active"], now, ("following",))]
+        totals = {"first": 0.0, "following": 0.0, "no store": 0.0}
+        for name, q, at, sweeps in rows:
+            cpu, wall, n = cost(q, at)
+            for sweep in sweeps:
+                totals[sweep] += cpu
+            print(f"     {name:>23}: {cpu:6.2f} s CPU, {wall:6.2f} s wall, {n} series ({', '.join(sweeps)})", flush=True)
+        print(f"     a first sweep's queries: {totals['first']:.2f} s CPU; a following sweep's: {totals['following']:.2f} s;"
+              f" without a store: {totals['no store']:.2f} s")
         ours.send("stop")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
+from actions.activity_store import ActivityStore
 from actions.advising import AdviceResult
 from actions.cost import CostReport
 from actions.executors import KubernetesWriter, RoutingWriter
@@ -25,13 +26,14 @@ from bot.settings import Settings
 from bot.settings.clusters import ClusterTarget
 
 
-def telemetry_for(settings: Settings, target: ClusterTarget) -> PrometheusTelemetry:
+def telemetry_for(settings: Settings, target: ClusterTarget, store: Store | None = None) -> PrometheusTelemetry:
     """The DCGM telemetry of ``target``: its Prometheus URL and headers, TLS and timeout from the
-    top-level ``prometheus``, narrowed to its label when it shares the endpoint."""
+    top-level ``prometheus``, narrowed to its label when it shares the endpoint; its lookback
+    answers kept in ``store`` under its name between sweeps (None: not kept)."""
     p = settings.prometheus
     return PrometheusTelemetry(
         target.prometheus_url, target.headers, verify_tls=p.verify_tls, timeout_seconds=p.timeout_seconds,
-        scope=target.scope,
+        scope=target.scope, state=None if store is None else ActivityStore(store), cluster=target.name,
     )
 
 
@@ -53,7 +55,7 @@ def cluster_parts(
         parts.append(ClusterParts(
             name=target.name,
             cluster=KubernetesSource(api, page_size=k.page_size, timeout_seconds=k.timeout_seconds),
-            telemetry=telemetry_for(settings, target),
+            telemetry=telemetry_for(settings, target, store),
             writer=RoutingWriter(KubernetesWriter(api, timeout_seconds=k.timeout_seconds), hubs(target.name)),
             costs=cost_setup(settings, store, source, target),
             advice=advice_setup(settings, target),

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from actions.activity_store import ActivityStore
 from actions.advising import AdviceSetup
 from actions.ledger_store import LedgerStore
 from actions.reporting import CostSetup
@@ -32,13 +33,15 @@ def _prometheus(settings: Settings) -> dict[str, Any]:
     }
 
 
-def telemetry_source(settings: Settings, telemetry_file: str | Path | None = None):
-    """A telemetry recording when one is given, else the configured Prometheus."""
+def telemetry_source(settings: Settings, telemetry_file: str | Path | None = None, store: Store | None = None):
+    """A telemetry recording when one is given, else the configured Prometheus, keeping its
+    lookback answers in ``store`` between sweeps (None: every sweep asks for the whole lookback)."""
     if telemetry_file:
         return RecordedTelemetry.from_file(telemetry_file)
     p = _prometheus(settings)
     return PrometheusTelemetry(
-        p["url"], p["headers"], verify_tls=p["verify_tls"], timeout_seconds=settings.prometheus.timeout_seconds
+        p["url"], p["headers"], verify_tls=p["verify_tls"], timeout_seconds=settings.prometheus.timeout_seconds,
+        state=None if store is None else ActivityStore(store), cluster=settings.cluster_targets()[0].name,
     )
 
 

@@ -134,7 +134,7 @@ def build_runtime(
         reader, writer, telemetry, costs = first.cluster, first.writer, first.telemetry, first.costs
     else:
         reader, writer = cluster_access(settings, cluster_state)
-        telemetry, costs = telemetry_source(settings, telemetry_file), cost_setup(settings, store)
+        telemetry, costs = telemetry_source(settings, telemetry_file, store), cost_setup(settings, store)
     aws = settings.prices.aws
     k = settings.kubernetes
     return Runtime(

@@ -19,6 +19,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 
+import actions.activity_store  # noqa: F401 - the activity state table is a model too
 import actions.ledger_store  # noqa: F401 - the ledger's tables are models too
 from actions.model import ActionVerb, ObjectRef
 from actions.store import (
@@ -98,7 +99,7 @@ def test_migrate_twice_creates_the_tables(database_url: str, tmp_path, monkeypat
             unique = [ix for ix in inspector.get_indexes("action_request") if ix["unique"]]
             assert [ix["column_names"] for ix in unique] == [["key"]]
             versions = connection.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all()
-        assert versions == [("0008_cluster_column",)]
+        assert versions == [("0009_activity_seen",)]
         # Usable after the second migrate: the tables were not recreated empty-handed or broken.
         assert _create(s).id is not None
 
@@ -113,7 +114,7 @@ def test_migration_matches_models(store: Store) -> None:
         # The comparison does see the migrated tables: against no models, both would be dropped.
         removed = {d[1].name for d in compare_metadata(context, sa.MetaData()) if d[0] == "remove_table"}
         assert removed == {"action_request", "audit_event", "price_cache", "team_budget", "alert_record", "job_run",
-                           "usage_hour", "usage_hour_filled", "usage_day"}
+                           "usage_hour", "usage_hour_filled", "usage_day", "activity_seen", "activity_mark"}
         # APScheduler's table is created by a migration but belongs to APScheduler: never compared.
         assert "apscheduler_jobs" in sa.inspect(connection).get_table_names()
 
@@ -151,7 +152,7 @@ def test_replicas_migrating_at_once_all_succeed(postgres_url: str) -> None:
     outputs = [p.communicate(timeout=120)[0] for p in replicas]
     assert [p.returncode for p in replicas] == [0] * len(replicas), outputs
     with Store(postgres_url) as s, s.engine.connect() as connection:
-        assert connection.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all() == [("0008_cluster_column",)]
+        assert connection.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all() == [("0009_activity_seen",)]
         assert {"action_request", "audit_event"} <= set(sa.inspect(connection).get_table_names())
 
 

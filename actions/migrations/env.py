@@ -12,6 +12,7 @@ import logging.config
 import sqlalchemy as sa
 from alembic import context
 
+import actions.activity_store  # noqa: F401 - registers the activity state table with the models' metadata
 import actions.ledger_store  # noqa: F401 - registers the ledger's tables with the models' metadata
 from actions.store import MIGRATION_LOCK_ID, VERSION_TABLE, UTCDateTime, include_object, metadata
 

@@ -1,8 +1,12 @@
 """Per-GPU telemetry from dcgm-exporter series in Prometheus.
 
 Every figure is aggregated server-side in PromQL, one instant query per signal evaluated at the
-caller's ``at``, so a fetch costs ``len(telemetry_queries(policy))`` requests however large the
-fleet is. Every dcgm-exporter label convention is read as one:
+caller's ``at``, so a fetch costs a fixed number of requests however large the fleet is: the
+window's four and two over the whole activity lookback; or, with a state store, the window's
+peak, power and power limit, the steps of the window since the last fetch at which each series
+set was seen as one number (:mod:`actions.presence`: the coverage, and the first and last sample
+since) and when each GPU was last busy since the last fetch (:mod:`actions.activity`): minutes
+of steps instead of an hour and 7 days. Every dcgm-exporter label convention is read as one:
 
 - the pod: ``pod``/``namespace`` (honor_labels on), ``exported_pod``/``exported_namespace``
   (honor_labels off, where ``pod``/``namespace`` name the exporter itself), and
@@ -18,15 +22,17 @@ from __future__ import annotations
 import math
 import re
 from datetime import datetime, timezone
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 import requests
 from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 from urllib3.util.retry import Retry
 
+from actions.activity import Key, Row, Seen, decode, encode, lookback_answers, merge, span_seconds
 from actions.model import ENGINE_ACTIVE, GPU_UTIL, POWER_USAGE, GpuTelemetry, TelemetrySnapshot
 from actions.policy import Policy
+from actions.presence import Presence, advance, first_last, step_mask, step_range
 from actions.sources.promql_scope import matcher, scoped
 
 # Labels one GPU-per-pod result is grouped by. modelName and Hostname are constant per GPU; they
@@ -108,20 +114,16 @@ def _activity_pct(engine_expr: str, util_expr: str) -> str:
     return f"(100 * {_by_gpu('max', engine_expr)}) or {_by_gpu('max', util_expr)}"
 
 
-def telemetry_queries(policy: Policy) -> dict[str, str]:
-    """The PromQL texts one fetch runs, by name, each an instant query giving one sample per
-    (GPU, namespace, pod) grouped by ``GROUP_LABELS`` (namespace/pod empty for a GPU no pod holds).
+def window_queries(policy: Policy) -> dict[str, str]:
+    """The PromQL texts of the figures over ``policy.window_seconds``, by name, each an instant
+    query giving one sample per (GPU, namespace, pod) grouped by ``GROUP_LABELS`` (namespace/pod
+    empty for a GPU no pod holds).
 
-    - ``peak_engine``: max activity over ``policy.window_seconds`` in percent 0-100, label
-      ``engine_signal`` naming the DCGM field used (ENGINE_ACTIVE preferred, ratio scaled x100).
+    - ``peak_engine``: max activity over the window in percent 0-100, label ``engine_signal``
+      naming the DCGM field used (ENGINE_ACTIVE preferred, ratio scaled x100).
     - ``mean_power``: mean DCGM_FI_DEV_POWER_USAGE over the window, watts (sample-weighted).
     - ``coverage``: ratio 0-1 of ``policy.sample_step_seconds`` steps in the window at which an
       activity sample was visible, capped at 1.
-    - ``last_active``: unix seconds of the last ``LOOKBACK_STEP_SECONDS`` step within
-      ``policy.activity_lookback_seconds`` whose activity exceeded ``policy.engine_idle_pct``
-      (no sample when never); late by at most one step, so idle time is never overstated.
-    - ``first_sample``: unix seconds of the first lookback step at which an activity sample was
-      visible (at most one step after the true first sample);
     - ``power_limit``: the GPU's enforced power limit in watts (``DCGM_FI_DEV_ENFORCED_POWER_LIMIT``,
       else ``DCGM_FI_DEV_POWER_MGMT_LIMIT``), for models without a known idle power ceiling.
 
@@ -129,8 +131,6 @@ def telemetry_queries(policy: Policy) -> dict[str, str]:
     """
     window = _duration(policy.window_seconds)
     step = _duration(policy.sample_step_seconds)
-    lookback = _duration(policy.activity_lookback_seconds)
-    bucket = _duration(LOOKBACK_STEP_SECONDS)
     steps_in_window = policy.window_seconds / policy.sample_step_seconds
 
     peak = (
@@ -144,36 +144,82 @@ def telemetry_queries(policy: Policy) -> dict[str, str]:
         f"{_by_gpu('sum', f'sum_over_time({POWER_USAGE}[{window}])')}"
         f" / {_by_gpu('sum', f'count_over_time({POWER_USAGE}[{window}])')}"
     )
-    # The subqueries step through raw series grouped by their own labels (_by_series) and read
-    # the label conventions as one once, on their results: the same values as grouping at every
-    # step (a GPU's series share one convention), for a fraction of Prometheus's CPU.
-    # Either signal present: one selector and one aggregation a step, a third of the CPU of two
-    # and an `or`, with the same answer (an `or` of two groups is their union).
-    either = '{__name__=~"' + ENGINE_ACTIVE + "|" + GPU_UTIL + '"}'
-    present = f"({_by_series('group', either)})"
-    coverage = f"clamp_max({_by_gpu('max', f'count_over_time({present}[{window}:{step}])')} / {_number(steps_in_window)}, 1)"
+    coverage = f"clamp_max({_by_gpu('max', f'count_over_time({_PRESENT}[{window}:{step}])')} / {_number(steps_in_window)}, 1)"
+    enforced, managed = POWER_LIMITS
+    power_limit = (
+        f"{_by_gpu('max', f'max_over_time({enforced}[{window}])')} or {_by_gpu('max', f'max_over_time({managed}[{window}])')}"
+    )
+    return {"peak_engine": peak, "mean_power": mean_power, "coverage": coverage, "power_limit": power_limit}
+
+
+# The subqueries step through raw series grouped by their own labels (_by_series) and read the
+# label conventions as one once, on their results: the same values as grouping at every step (a
+# GPU's series share one convention), for a fraction of Prometheus's CPU. Either signal present:
+# one selector and one aggregation a step, a third of the CPU of two and an `or`, with the same
+# answer (an `or` of two groups is their union).
+_EITHER = '{__name__=~"' + ENGINE_ACTIVE + "|" + GPU_UTIL + '"}'
+_PRESENT = f"({_by_series('group', _EITHER)})"
+
+
+def lookback_queries(policy: Policy, span_seconds: float | None = None) -> dict[str, str]:
+    """The PromQL texts of the lookback answers over the ``span_seconds`` before the evaluation
+    time (default ``policy.activity_lookback_seconds``), by name, grouped as :func:`window_queries`,
+    each a subquery stepping every ``LOOKBACK_STEP_SECONDS`` (steps at multiples of it):
+
+    - ``last_active``: unix seconds of the last step whose activity exceeded
+      ``policy.engine_idle_pct`` (no sample when never); each step takes the max over its own
+      ``LOOKBACK_STEP_SECONDS`` so short bursts are not stepped over; late by at most one step,
+      so idle time is never overstated.
+    - ``first_sample``/``last_sample``: unix seconds of the first/last step at which an activity
+      sample was visible (at most one step after the true sample).
+
+    Pure.
+    """
+    span = _duration(policy.activity_lookback_seconds if span_seconds is None else span_seconds)
+    bucket = _duration(LOOKBACK_STEP_SECONDS)
     busy = (
         f"((100 * {_by_series('max', f'max_over_time({ENGINE_ACTIVE}[{bucket}])')})"
         f" or {_by_series('max', f'max_over_time({GPU_UTIL}[{bucket}])')})"
         f" > {_number(policy.engine_idle_pct)}"
     )
-    last_active = _by_gpu("max", f"max_over_time(timestamp({busy})[{lookback}:{bucket}])")
-    first_sample = _by_gpu("min", f"min_over_time(timestamp({present})[{lookback}:{bucket}])")
-    enforced, managed = POWER_LIMITS
-    power_limit = (
-        f"{_by_gpu('max', f'max_over_time({enforced}[{window}])')} or {_by_gpu('max', f'max_over_time({managed}[{window}])')}"
-    )
     return {
-        "peak_engine": peak,
-        "mean_power": mean_power,
-        "coverage": coverage,
-        "last_active": last_active,
-        "first_sample": first_sample,
-        "power_limit": power_limit,
+        "last_active": _by_gpu("max", f"max_over_time(timestamp({busy})[{span}:{bucket}])"),
+        "first_sample": _by_gpu("min", f"min_over_time(timestamp({_PRESENT})[{span}:{bucket}])"),
+        "last_sample": _by_gpu("max", f"max_over_time(timestamp({_PRESENT})[{span}:{bucket}])"),
     }
 
 
-Key = tuple[str, ...]
+def telemetry_queries(policy: Policy) -> dict[str, str]:
+    """The PromQL texts a fetch without a state store runs, by name (``QUERY_NAMES``): the
+    :func:`window_queries` and the ``last_active`` and ``first_sample`` of :func:`lookback_queries`
+    over the whole ``policy.activity_lookback_seconds``. Pure; the count does not depend on the
+    fleet."""
+    lookback = lookback_queries(policy)
+    queries = {**window_queries(policy), "last_active": lookback["last_active"], "first_sample": lookback["first_sample"]}
+    return {name: queries[name] for name in QUERY_NAMES}
+
+
+def activity_policy(policy: Policy) -> str:
+    """What the lookback answers depend on besides the series, as the state store keys them:
+    the idle threshold, the lookback and its step, e.g. ``"1%/604800s/300s"``."""
+    return f"{_number(policy.engine_idle_pct)}%/{_duration(policy.activity_lookback_seconds)}/{_duration(LOOKBACK_STEP_SECONDS)}"
+
+
+def presence_query() -> str:
+    """The PromQL text, as a range query stepping every ``policy.sample_step_seconds``, of the
+    steps at which each series set (``SOURCE_LABELS``) had an activity sample visible: a point
+    at each of them (:mod:`actions.presence`). The coverage query counts the same points. Pure."""
+    return _PRESENT
+
+
+def group_key(metric: Mapping[str, str]) -> Key:
+    """The telemetry key of a series set named by its own labels: the label conventions read as
+    one as ``label_replace`` does in :func:`_pod_labels` (a non-empty source label wins)."""
+    m = dict(metric)
+    for target, source in _LABEL_ALIASES:
+        if m.get(source):
+            m[target] = m[source]
+    return _key(m)
 
 
 def _key(metric: Mapping[str, str]) -> Key:
@@ -190,10 +236,14 @@ def _time(unix: float | None) -> datetime | None:
 
 
 def assemble_snapshot(
-    at: datetime, window_seconds: float, results: Mapping[str, list[Mapping[str, Any]]]
+    at: datetime, window_seconds: float, results: Mapping[str, list[Mapping[str, Any]]],
+    lookback: Mapping[Key, Seen] | None = None, coverage: Mapping[Key, float] | None = None,
 ) -> TelemetrySnapshot:
     """Join the per-query results (Prometheus ``data.result`` lists keyed by the names of
     ``telemetry_queries``) into one GpuTelemetry per (GPU, namespace, pod), sorted by node, GPU.
+    ``lookback`` (the answers kept in a state store, unix seconds) gives ``last_active`` and
+    ``first_sample``, and ``coverage`` (ratio 0-1) the coverage, instead of the results of
+    those names.
 
     ``gpu`` is the UUID, or ``"<Hostname>/<gpu index>"`` when the series carry no UUID, with
     ``/<GPU_I_ID>`` after it for a MIG instance. Raises KeyError/ValueError on a malformed result.
@@ -206,6 +256,16 @@ def assemble_snapshot(
             entry[name] = _value(sample)
             if name == "peak_engine":
                 entry["signal"] = metric.get(SIGNAL_LABEL)
+    for key, ratio in (coverage or {}).items():
+        by_key.setdefault(key, {})["coverage"] = ratio
+    for key, seen in (lookback or {}).items():
+        if seen.last_active is None and seen.first_sample is None:
+            continue
+        entry = by_key.setdefault(key, {})
+        if seen.last_active is not None:
+            entry["last_active"] = seen.last_active
+        if seen.first_sample is not None:
+            entry["first_sample"] = seen.first_sample
 
     gpus = []
     for key, e in by_key.items():
@@ -361,29 +421,162 @@ def _hint(status: int | None) -> str:
     return ""
 
 
-class PrometheusTelemetry:
-    """Reads per-GPU telemetry through a :class:`PrometheusApi` at ``url`` (arguments as there)."""
+class ActivityStateStore(Protocol):
+    """Where the lookback answers are kept between sweeps (:class:`actions.activity_store.ActivityStore`)."""
 
-    def __init__(self, url: str, headers: dict[str, str] | None = None, **options: Any):
+    def read(self, cluster: str, policy: str) -> tuple[float | None, dict[Key, Row]]:
+        """``(as_of, rows)``: unix seconds the rows are known up to (None: none kept)."""
+
+    def write(self, cluster: str, policy: str, read_as_of: float | None, as_of: float, rows: Mapping[Key, Row]) -> bool:
+        """Replace the rows merged from the state of ``read_as_of`` by ``rows`` known up to ``as_of``."""
+
+
+def _seen(results: Mapping[str, list[Mapping[str, Any]]], base: Mapping[Key, Seen] | None = None) -> dict[Key, Seen]:
+    """The :func:`lookback_queries` results per telemetry key, over what ``base`` holds."""
+    values: dict[Key, dict[str, float | None]] = {
+        key: {"first_sample": s.first_sample, "last_sample": s.last_sample} for key, s in (base or {}).items()
+    }
+    for name in ("first_sample", "last_sample", "last_active"):
+        for sample in results.get(name, []):
+            values.setdefault(_key(sample["metric"]), {})[name] = _value(sample)
+    return {key: Seen(**v) for key, v in values.items()}
+
+
+def _seen_in(presence: Presence, lo: int, hi: int, every: int, step: float) -> dict[Key, Seen]:
+    """The first and last sample per telemetry key at the steps ``lo`` to ``hi`` of ``presence``
+    that are multiples of ``every``, in unix seconds: what ``lookback_queries``' ``first_sample``
+    and ``last_sample`` answer over those steps."""
+    mask = step_mask(presence.base, lo, hi, every)
+    out: dict[Key, Seen] = {}
+    for source, bits in presence.bits.items():
+        found = first_last(bits & mask, presence.base)
+        if found is None:
+            continue
+        key = group_key(dict(zip(SOURCE_LABELS, source)))
+        first, last = found[0] * step, found[1] * step
+        s = out.get(key)
+        out[key] = Seen(first, last) if s is None else Seen(min(first, s.first_sample), max(last, s.last_sample))
+    return out
+
+
+def _coverage(presence: Presence, policy: Policy) -> dict[Key, float]:
+    """The window's coverage per telemetry key (ratio 0-1): the most steps any of its series sets
+    was seen at over the window's steps, capped at 1, as the ``coverage`` query answers."""
+    steps = policy.window_seconds / policy.sample_step_seconds
+    counts: dict[Key, int] = {}
+    for source, bits in presence.bits.items():
+        key = group_key(dict(zip(SOURCE_LABELS, source)))
+        counts[key] = max(counts.get(key, 0), bits.bit_count())
+    return {key: min(n / steps, 1.0) for key, n in counts.items()}
+
+
+class PrometheusTelemetry:
+    """Reads per-GPU telemetry through a :class:`PrometheusApi` at ``url`` (arguments as there).
+
+    With ``state`` the lookback answers (last active, first sample) are kept there under
+    ``cluster`` between fetches and the window's per-step presence in this object's memory, and
+    each fetch asks Prometheus only about the steps since the last one (:mod:`actions.activity`,
+    :mod:`actions.presence`); without it every fetch asks about the whole window and lookback
+    (:func:`telemetry_queries`)."""
+
+    def __init__(
+        self, url: str, headers: dict[str, str] | None = None, *, state: ActivityStateStore | None = None,
+        cluster: str = "", **options: Any,
+    ):
         self.api = PrometheusApi(url, headers, **options)
         self.url = self.api.url
+        self.state = state
+        self.cluster = cluster
+        # (window, step) -> the window's steps each series set was seen at, as of the last fetch.
+        self._windows: dict[tuple[float, float], Presence] = {}
 
     def fetch(self, at: datetime, policy: Policy) -> TelemetrySnapshot:
         """Telemetry of every GPU over ``policy.window_seconds`` ending at ``at`` (aware datetime;
         the queries are evaluated at ``at``, never at the wall clock).
 
-        Returns one GpuTelemetry per (GPU, namespace, pod) seen in the window (see
-        ``telemetry_queries`` for units). Raises ValueError for a naive ``at`` and TelemetryError
-        when Prometheus is unreachable or answers an error.
+        Returns one GpuTelemetry per (GPU, namespace, pod) seen in the window or the lookback
+        (see ``window_queries`` and ``lookback_queries`` for units). Raises ValueError for a
+        naive ``at`` and TelemetryError when Prometheus is unreachable or answers an error; lets
+        the state store's errors through.
         """
         if at.tzinfo is None:
             raise ValueError(f"at={at!r} has no time zone; pass an aware UTC datetime")
         at = at.astimezone(timezone.utc)
-        results = {name: self.api.instant(name, q, at) for name, q in telemetry_queries(policy).items()}
+        lookback = coverage = None
+        if self.state is None:
+            queries = telemetry_queries(policy)
+            results = {name: self.api.instant(name, q, at) for name, q in queries.items()}
+        else:
+            try:
+                presence = self._presence(at, policy)
+            except (KeyError, ValueError, TypeError, IndexError) as e:
+                raise TelemetryError(f"Prometheus at {self.url} returned a malformed result: {e}") from e
+            # Coverage from the steps in memory once they span the window, else its subquery.
+            whole = presence is not None and presence.base <= step_range(
+                at.timestamp() - policy.window_seconds, at.timestamp(), policy.sample_step_seconds)[0]
+            queries = {name: q for name, q in window_queries(policy).items() if name != "coverage" or not whole}
+            results = {name: self.api.instant(name, q, at) for name, q in queries.items()}
+            coverage = _coverage(presence, policy) if whole and presence is not None else None
+            lookback = self._lookback(at, policy, presence)
         try:
-            return assemble_snapshot(at, policy.window_seconds, results)
+            return assemble_snapshot(at, policy.window_seconds, results, lookback, coverage)
         except (KeyError, ValueError, TypeError, IndexError) as e:
             raise TelemetryError(f"Prometheus at {self.url} returned a malformed result: {e}") from e
+
+    def _presence(self, at: datetime, policy: Policy) -> Presence | None:
+        """At which steps of the window ending at ``at`` each series set was seen, from the
+        last step the previous fetch saw on (the steps since asked of Prometheus, the ones before
+        from memory): the whole window once fetches have covered it. None on a first fetch, which
+        only marks where the next one starts (a whole window of points would cost this process
+        more than the coverage subquery costs Prometheus)."""
+        step = policy.sample_step_seconds
+        first, last = step_range(at.timestamp() - policy.window_seconds, at.timestamp(), step)
+        known = self._windows.get((policy.window_seconds, step))
+        if known is None or known.last > last or known.last < first:
+            self._windows[(policy.window_seconds, step)] = Presence(last, last, {})
+            return None
+        # The last step known is asked again: it may have been asked before its samples arrived.
+        new_first = known.last
+        new: dict[Key, int] = {}
+        start, end = (datetime.fromtimestamp(n * step, tz=timezone.utc) for n in (new_first, last))
+        # A range query, not a subquery: its points are the steps as they are, with no arithmetic
+        # at each step to pack them (which cost Prometheus more than the steps themselves).
+        for series in self.api.range("presence", presence_query(), start, end, step):
+            bits = 0
+            for t, _ in series["values"]:
+                bits |= 1 << (round(float(t) / step) - new_first)
+            new[tuple(series["metric"].get(label, "") for label in SOURCE_LABELS)] = bits
+        presence = advance(known, first, last, new, new_first)
+        self._windows[(policy.window_seconds, step)] = presence
+        return presence
+
+    def _lookback(self, at: datetime, policy: Policy, presence: Presence | None) -> dict[Key, Seen]:
+        """The lookback answers at ``at`` (unix seconds) from the state kept and the span since
+        it, kept again. The first and last sample over the span come from ``presence`` when it
+        holds the span's steps."""
+        assert self.state is not None
+        key, now = activity_policy(policy), at.timestamp()
+        lookback, step = policy.activity_lookback_seconds, LOOKBACK_STEP_SECONDS
+        as_of, rows = self.state.read(self.cluster, key)
+        span = span_seconds(as_of, now, lookback, step)
+        queries = lookback_queries(policy, span)
+        seen: dict[Key, Seen] = {}
+        every = step / policy.sample_step_seconds
+        if presence is not None and span is not None and every.is_integer():
+            lo, hi = step_range(now - span, now, policy.sample_step_seconds)
+            if lo >= presence.base and hi == presence.last:
+                seen = _seen_in(presence, lo, hi, int(every), policy.sample_step_seconds)
+                queries = {"last_active": queries["last_active"]}
+        try:
+            new = _seen({name: self.api.instant(name, q, at) for name, q in queries.items()}, seen)
+        except (KeyError, ValueError, TypeError, IndexError) as e:
+            raise TelemetryError(f"Prometheus at {self.url} returned a malformed result: {e}") from e
+        known = decode(rows, as_of, step) if span is not None and as_of is not None else {}
+        state = merge(known, new, now, lookback)
+        # A fetch of the past leaves a newer state as it is.
+        if as_of is None or now >= as_of:
+            self.state.write(self.cluster, key, as_of, now, encode(state, now, step))
+        return lookback_answers(state, now, lookback, step)
 
 
 # What `gpu-cost-bot check --connect` looks for: the series the bot's queries read.
