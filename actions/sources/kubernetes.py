@@ -14,7 +14,7 @@ import json
 import logging
 import os
 from datetime import datetime
-from typing import Callable, TypeVar
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 import kubernetes.client
 import kubernetes.config
@@ -28,6 +28,7 @@ from actions.model import (
     ClusterSnapshot,
     GpuPod,
     KubeObject,
+    Node,
     NodePool,
     PendingPosition,
     Tenant,
@@ -35,12 +36,13 @@ from actions.model import (
 from actions.sources import jobobjects, kubeobjects, kueue_visibility
 from actions.sources.kube_owners import LIST_ABOVE, OwnerReader
 
+if TYPE_CHECKING:
+    from actions.sources.kube_watch import ClusterCache
+
 log = logging.getLogger(__name__)
 
 # Kueue versions this bot can read, most preferred first.
 SUPPORTED_KUEUE_VERSIONS = ("v1beta2", "v1beta1")
-# Pods in these phases hold no GPUs; filtering them server-side saves their bytes on the wire.
-_LIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
 T = TypeVar("T")
 
@@ -119,13 +121,15 @@ class KubernetesSource:
     :mod:`actions.sources.kube_owners`, lists a kind where a level needs more than
     ``owner_list_above`` of it; without ``list`` it reads them one GET each).
     Every request gives up after ``timeout_seconds`` (a ClusterReadError), so an API server that
-    hangs cannot hold a sweep or the re-check before an action. Raises ValueError for a
-    ``page_size`` under 1 or a ``timeout_seconds`` not above 0.
+    hangs cannot hold a sweep or the re-check before an action. With a started ``cache`` (what
+    ``run`` gives it) pods and nodes are read from the cache while it is synced, and listed as
+    without one while it is not. Raises ValueError for a ``page_size`` under 1 or a
+    ``timeout_seconds`` not above 0.
     """
 
     def __init__(
         self, api_client: kubernetes.client.ApiClient, *, page_size: int = 500, timeout_seconds: float = 10,
-        owner_list_above: int = LIST_ABOVE,
+        owner_list_above: int = LIST_ABOVE, cache: "ClusterCache | None" = None,
     ):
         if page_size < 1:
             raise ValueError(f"page_size must be >= 1, got {page_size}")
@@ -138,6 +142,7 @@ class KubernetesSource:
         self._custom = kubernetes.client.CustomObjectsApi(api_client)
         self._page_size = page_size
         self._owners = OwnerReader(api_client, ClusterReadError, timeout_seconds, owner_list_above)
+        self.cache = cache
 
     def snapshot(self, now: datetime) -> ClusterSnapshot:
         """The cluster as of ``now`` (the caller's clock; stored as ``taken_at``).
@@ -145,20 +150,9 @@ class KubernetesSource:
         Raises ClusterReadError naming the resource and HTTP status on any API error other than
         Kueue or Kubeflow not being installed, and ValueError on a malformed response body.
         """
-        tenants: list[Tenant] = []
-
-        def pod_page(body: bytes) -> tuple[list[GpuPod], str]:
-            gpu_pods, page_tenants, token = kubeobjects.decode_pods(body)
-            tenants.extend(page_tenants)
-            return gpu_pods, token
-
-        pods = self._pages(
-            "pods", lambda **kw: self._core.list_pod_for_all_namespaces(field_selector=_LIVE_PODS, **kw), pod_page
-        )
+        pods, tenants = self._pods()
         nodeclaims, nodepools = self._karpenter()
-        nodes = kubeobjects.with_tenants(
-            self._pages("nodes", self._core.list_node, kubeobjects.decode_node_page), tenants, nodeclaims
-        )
+        nodes = kubeobjects.with_tenants(self._nodes(), tenants, nodeclaims)
         namespaces = self._pages("namespaces", self._core.list_namespace, kubeobjects.decode_namespace_page)
         statefulsets = self._pages(
             "statefulsets",
@@ -215,6 +209,34 @@ class KubernetesSource:
             resource_flavors=tuple(queues["ResourceFlavor"]),
             nodepools={p.name: p for p in nodepools},
         )
+
+    def _pods(self) -> tuple[list[GpuPod], list[Tenant]]:
+        """The live GPU pods and every node's tenants: from the cache when it is synced, else listed."""
+        cached = self.cache.gpu_pods_and_tenants() if self.cache is not None else None
+        if cached is not None:
+            return cached
+        if self.cache is not None:
+            log.info("the watch cache of pods is not synced; listing them (nothing is missed)")
+        tenants: list[Tenant] = []
+
+        def pod_page(body: bytes) -> tuple[list[GpuPod], str]:
+            gpu_pods, page_tenants, token = kubeobjects.decode_pods(body)
+            tenants.extend(page_tenants)
+            return gpu_pods, token
+
+        pods = self._pages(
+            "pods", lambda **kw: self._core.list_pod_for_all_namespaces(field_selector=kubeobjects.LIVE_PODS, **kw), pod_page
+        )
+        return pods, tenants
+
+    def _nodes(self) -> list[Node]:
+        """Every node: from the cache when it is synced, else listed."""
+        cached = self.cache.nodes_list() if self.cache is not None else None
+        if cached is not None:
+            return cached
+        if self.cache is not None:
+            log.info("the watch cache of nodes is not synced; listing them (nothing is missed)")
+        return self._pages("nodes", self._core.list_node, kubeobjects.decode_node_page)
 
     def _karpenter(self) -> tuple[dict[str, str], list[NodePool]]:
         """Karpenter's NodeClaims (node name -> NodeClaim) and NodePools; empty when Karpenter

@@ -1,0 +1,230 @@
+"""The list+watch cache of pods and nodes against the wire-level fake API server.
+
+Upstream shapes: a watch streams ``WatchEvent`` JSON lines (apimachinery pkg/apis/meta/v1
+watch.go: ``type`` and ``object``); a ``BOOKMARK``'s object carries only
+``metadata.resourceVersion``, and a watch from a resourceVersion the server no longer holds is
+answered with a 410 (Kubernetes API concepts, "Efficient detection of changes" and "Watch
+bookmarks"), an ``ERROR`` event whose object is a ``Status`` with reason ``Expired``
+(k8s.io/apiserver storage errors, ``NewResourceExpired``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+import yaml
+
+from actions.sources.kube_watch import ClusterCache
+from actions.sources.kubernetes import KubernetesSource
+from bot import wiring
+from bot.settings import load_settings
+from tests.fakes.kube_api import FakeKubeApi
+from tests.waiting import wait_for
+
+DUMP = Path(__file__).resolve().parent.parent / "bot" / "demo_data" / "cluster.json"
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
+FAST = {"backoff_seconds": (0.05, 0.2), "watch_seconds": (30.0, 30.0)}
+
+
+def _objects() -> list[dict]:
+    return json.loads(DUMP.read_bytes())["items"]
+
+
+@pytest.fixture
+def kube():
+    with FakeKubeApi(_objects()) as fake:
+        fake.bookmark_seconds = 0.1
+        yield fake
+
+
+@pytest.fixture
+def cache(kube):
+    c = ClusterCache(kube.api_client(), page_size=2, **FAST).start()
+    wait_for(lambda: c.synced, "the cache to sync")
+    yield c
+    assert c.stop(timeout=5), "the watch threads did not stop"
+
+
+def _pod(kube: FakeKubeApi, namespace: str, name: str) -> dict:
+    pod = kube.get("Pod", namespace, name)
+    assert pod is not None
+    return pod
+
+
+def _caught_up(kube: FakeKubeApi, cache: ClusterCache) -> bool:
+    rv = kube.resource_version
+    return cache.pods.resource_version == rv and cache.nodes.resource_version == rv
+
+
+def _pod_lists(kube: FakeKubeApi) -> int:
+    return sum(r.path == "/api/v1/pods" and "watch" not in r.query for r in kube.requests)
+
+
+def _mutate(kube: FakeKubeApi, tag: str) -> None:
+    """A new GPU pod, a pod that finishes, a node relabelled, a pod deleted."""
+    new = _pod(kube, "ml-research", "llm-explore-0")
+    new["metadata"] = {**new["metadata"], "name": f"llm-explore-{tag}", "uid": f"uid-{tag}"}
+    kube.add(new)
+    finished = _pod(kube, "training", "pretrain-worker-0")
+    finished["status"]["phase"] = "Succeeded"
+    kube.add(finished)
+    node = kube.get("Node", "", "gpu-spot-1")
+    node["metadata"]["labels"]["karpenter.sh/capacity-type"] = "on-demand"
+    kube.add(node)
+    kube.delete("Pod", "serving", "chat-api-6f7d8b9c4-x2x9z")
+
+
+def test_the_fake_streams_upstream_watch_events(kube):
+    """The fake's wire: ADDED/MODIFIED/DELETED lines, a BOOKMARK with only a resourceVersion,
+    and a 410 Expired ERROR for a compacted resourceVersion."""
+    rv = kube.resource_version
+    pod = _pod(kube, "ml-research", "llm-explore-0")
+    pod["metadata"]["labels"]["touched"] = "yes"
+    kube.add(pod)
+    kube.delete("Pod", "ml-research", "llm-explore-0")
+    url = f"{kube.url}/api/v1/pods?watch=1&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=1"
+    with urllib.request.urlopen(url, timeout=10) as r:
+        events = [json.loads(line) for line in r.read().splitlines()]
+    assert [e["type"] for e in events if e["type"] != "BOOKMARK"] == ["MODIFIED", "DELETED"]
+    assert events[0]["object"]["kind"] == "Pod" and events[0]["object"]["metadata"]["labels"]["touched"] == "yes"
+    assert events[-1]["type"] == "BOOKMARK"  # also at the end of the watch
+    assert events[-1]["object"] == {"kind": "Pod", "apiVersion": "v1", "metadata": {"resourceVersion": kube.resource_version}}
+    kube.compact()
+    with urllib.request.urlopen(url, timeout=10) as r:
+        (error,) = [json.loads(line) for line in r.read().splitlines()]
+    assert error["type"] == "ERROR"
+    assert (error["object"]["kind"], error["object"]["code"], error["object"]["reason"]) == ("Status", 410, "Expired")
+
+
+def test_synced_cache_equals_a_fresh_list_after_changes(kube, cache):
+    api = kube.api_client()
+    watched, listed = KubernetesSource(api, cache=cache), KubernetesSource(api)
+    assert watched.snapshot(NOW) == listed.snapshot(NOW)
+    _mutate(kube, "a")
+    wait_for(lambda: _caught_up(kube, cache), "the cache to catch up")
+    kube.clear_requests()
+    snap = watched.snapshot(NOW)
+    assert _pod_lists(kube) == 0 and not any(r.path == "/api/v1/nodes" for r in kube.requests)
+    assert snap == listed.snapshot(NOW)
+    pods = {(p.namespace, p.name) for p in snap.pods}
+    assert ("ml-research", "llm-explore-a") in pods
+    assert ("training", "pretrain-worker-0") not in pods and ("serving", "chat-api-6f7d8b9c4-x2x9z") not in pods
+    assert snap.nodes["gpu-spot-1"].capacity_type.value == "on-demand"
+    assert cache.pods.lists == 1  # all of it from the watch
+
+
+def test_an_expired_resource_version_means_a_fresh_list(kube, cache):
+    kube.clear_requests()
+    kube.compact()  # the open watches get a 410 Expired ERROR event
+    wait_for(lambda: cache.pods.lists == 2 and cache.synced, "a relist after 410")
+    pod_requests = [r for r in kube.requests if r.path == "/api/v1/pods"]
+    assert "watch" not in pod_requests[0].query  # listed again, not resumed from the expired version
+    assert pod_requests[-1].query.get("watch") == "1" and int(pod_requests[-1].query["resourceVersion"]) >= int(
+        kube.resource_version)
+    _mutate(kube, "b")
+    wait_for(lambda: _caught_up(kube, cache), "the cache to catch up")
+    assert KubernetesSource(kube.api_client(), cache=cache).snapshot(NOW) == KubernetesSource(kube.api_client()).snapshot(NOW)
+
+
+def test_a_dropped_watch_resumes_where_it_was(kube, cache):
+    before = cache.pods.resource_version
+    kube.clear_requests()
+    kube.drop_watches()
+    _mutate(kube, "c")
+    wait_for(lambda: _caught_up(kube, cache), "the cache to catch up after the drop")
+    resumed = [r.query for r in kube.requests if r.path == "/api/v1/pods" and r.query.get("watch") == "1"]
+    assert resumed and resumed[0]["resourceVersion"] == before
+    assert resumed[0]["allowWatchBookmarks"] == "true" and int(resumed[0]["timeoutSeconds"]) == 30
+    assert cache.pods.lists == 1  # resumed, not listed again
+    assert KubernetesSource(kube.api_client(), cache=cache).snapshot(NOW) == KubernetesSource(kube.api_client()).snapshot(NOW)
+
+
+def test_an_unreachable_api_server_unsyncs_and_sweeps_list(kube):
+    cache = ClusterCache(kube.api_client(), **FAST)
+    source = KubernetesSource(kube.api_client(), cache=cache)
+    assert source.snapshot(NOW).pods  # not started: listed
+    assert _pod_lists(kube) == 1
+    kube.fail("GET", "/api/v1/nodes", 500, "InternalError", "etcd is down", times=1)
+    cache.start()
+    try:
+        wait_for(lambda: cache.synced, "the cache to sync after the failure")
+        assert cache.nodes.lists == 1
+        assert any(r.path == "/api/v1/nodes" for r in kube.requests[-50:])
+    finally:
+        assert cache.stop(timeout=5)
+    cache.nodes._synced = False  # noqa: SLF001 - stands for a watch that just failed
+    kube.clear_requests()
+    source.snapshot(NOW)
+    assert sum(r.path == "/api/v1/nodes" for r in kube.requests) == 1 and _pod_lists(kube) == 0
+
+
+def test_stop_ends_an_open_watch_promptly(kube, cache):
+    started = time.monotonic()
+    assert cache.stop(timeout=5)
+    assert time.monotonic() - started < 2
+
+
+def test_run_sweeps_read_no_pod_list_once_synced(kube, tmp_path):
+    """The wiring of ``run``: its runtime's source has a cache, started and stopped by the
+    Process; a sweep after the sync lists no pods and no nodes."""
+    (tmp_path / "kubeconfig").write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "fake",
+        "clusters": [{"name": "fake", "cluster": {"server": kube.url}}],
+        "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "bot"}}],
+        "users": [{"name": "bot", "user": {"token": "t"}}]}))
+    (tmp_path / "bot.yaml").write_text(yaml.safe_dump({
+        "dry_run": True, "database_url": f"sqlite:///{tmp_path / 'bot.db'}",
+        "kubernetes": {"kubeconfig": str(tmp_path / "kubeconfig")}}))
+    settings = load_settings(tmp_path / "bot.yaml")
+    once = wiring.build_runtime(settings, migrate=True)
+    assert wiring.cluster_caches(once) == []  # `sweep --once` lists as before
+    rt = wiring.build_runtime(settings, migrate=False, watch=True)
+    (cache,) = wiring.cluster_caches(rt)
+    cache.start()
+    try:
+        wait_for(lambda: cache.synced, "the cache to sync")
+        kube.clear_requests()
+        snap = rt.snapshot(NOW)
+        assert _pod_lists(kube) == 0 and not any(r.path == "/api/v1/nodes" for r in kube.requests)
+        assert snap == once.snapshot(NOW)
+    finally:
+        assert cache.stop(timeout=5)
+
+
+def test_process_starts_and_stops_its_watches():
+    from actions.store import Store
+    from bot.chat.runtime import ActionsInFlight
+    from bot.service.metrics import BotMetrics
+    from bot.service.process import Process
+
+    class Watch:
+        def __init__(self):
+            self.calls = []
+
+        def start(self):
+            self.calls.append("start")
+
+        def stop(self, timeout):
+            self.calls.append(("stop", timeout > 0))
+
+    class Background:
+        def running(self):
+            return True
+
+        def shutdown(self, wait=True):
+            pass
+
+    watch = Watch()
+    p = Process(store=Store("sqlite://"), inflight=ActionsInFlight(), metrics=BotMetrics(),
+                start_background=Background, watches=[watch], probe_port=0, host="127.0.0.1")
+    p.start()
+    assert watch.calls == ["start"]
+    p.stop()
+    assert watch.calls == ["start", ("stop", True)]
+
+
