@@ -28,6 +28,7 @@ from tests.waiting import wait_for
 
 DUMP = Path(__file__).resolve().parent.parent / "bot" / "demo_data" / "cluster.json"
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
+WORKLOAD = "job-pretrain-1a2b3"
 FAST = {"backoff_seconds": (0.05, 0.2), "watch_seconds": (30.0, 30.0)}
 
 
@@ -46,6 +47,8 @@ def kube():
 def cache(kube):
     c = ClusterCache(kube.api_client(), page_size=2, **FAST).start()
     wait_for(lambda: c.synced, "the cache to sync")
+    KubernetesSource(kube.api_client(), cache=c).snapshot(NOW)  # discovers Kueue: starts watching Workloads
+    wait_for(lambda: c.workloads is not None and c.workloads.synced, "the Workloads to sync")
     yield c
     assert c.stop(timeout=5), "the watch threads did not stop"
 
@@ -58,11 +61,17 @@ def _pod(kube: FakeKubeApi, namespace: str, name: str) -> dict:
 
 def _caught_up(kube: FakeKubeApi, cache: ClusterCache) -> bool:
     rv = kube.resource_version
-    return cache.pods.resource_version == rv and cache.nodes.resource_version == rv
+    return all(r.resource_version == rv for r in (cache.pods, cache.nodes, cache.workloads) if r is not None)
 
 
 def _pod_lists(kube: FakeKubeApi) -> int:
     return sum(r.path == "/api/v1/pods" and "watch" not in r.query for r in kube.requests)
+
+
+def _cached_lists(kube: FakeKubeApi) -> list[str]:
+    """The list requests (not watches) of the kinds the cache holds."""
+    paths = ("/api/v1/pods", "/api/v1/nodes", "/apis/kueue.x-k8s.io/v1beta2/workloads")
+    return [r.path for r in kube.requests if r.path in paths and "watch" not in r.query]
 
 
 def _mutate(kube: FakeKubeApi, tag: str) -> None:
@@ -77,6 +86,10 @@ def _mutate(kube: FakeKubeApi, tag: str) -> None:
     node["metadata"]["labels"]["karpenter.sh/capacity-type"] = "on-demand"
     kube.add(node)
     kube.delete("Pod", "serving", "chat-api-6f7d8b9c4-x2x9z")
+    workload = kube.get("Workload", "training", WORKLOAD)
+    assert workload is not None
+    workload["spec"]["active"] = False
+    kube.add(workload)
 
 
 def test_the_fake_streams_upstream_watch_events(kube):
@@ -109,8 +122,9 @@ def test_synced_cache_equals_a_fresh_list_after_changes(kube, cache):
     wait_for(lambda: _caught_up(kube, cache), "the cache to catch up")
     kube.clear_requests()
     snap = watched.snapshot(NOW)
-    assert _pod_lists(kube) == 0 and not any(r.path == "/api/v1/nodes" for r in kube.requests)
+    assert _cached_lists(kube) == []
     assert snap == listed.snapshot(NOW)
+    assert not next(w for w in snap.workloads if w.name == WORKLOAD).active
     pods = {(p.namespace, p.name) for p in snap.pods}
     assert ("ml-research", "llm-explore-a") in pods
     assert ("training", "pretrain-worker-0") not in pods and ("serving", "chat-api-6f7d8b9c4-x2x9z") not in pods
@@ -189,8 +203,11 @@ def test_run_sweeps_read_no_pod_list_once_synced(kube, tmp_path):
     try:
         wait_for(lambda: cache.synced, "the cache to sync")
         kube.clear_requests()
+        rt.snapshot(NOW)  # discovers Kueue: starts watching Workloads
+        wait_for(lambda: cache.workloads.synced, "the Workloads to sync")
+        kube.clear_requests()
         snap = rt.snapshot(NOW)
-        assert _pod_lists(kube) == 0 and not any(r.path == "/api/v1/nodes" for r in kube.requests)
+        assert _cached_lists(kube) == []
         assert snap == once.snapshot(NOW)
     finally:
         assert cache.stop(timeout=5)

@@ -5,8 +5,9 @@ that did not change since the last sweep. A :class:`Reflector` lists its kind on
 :class:`~actions.sources.kubernetes.KubernetesSource` does), then watches from the list's
 ``resourceVersion`` with ``allowWatchBookmarks=true`` and applies each ``WatchEvent`` (a JSON
 line: ``{"type": "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR", "object": ...}``,
-apimachinery pkg/apis/meta/v1 watch.go) to what it keeps, keyed by uid: the model value of each
-object, decoded with the Structs of :mod:`actions.sources.kubeobjects`. Following the Kubernetes
+apimachinery pkg/apis/meta/v1 watch.go) to what it keeps: the model value of each object, decoded
+with the Structs of :mod:`actions.sources.kubeobjects`, keyed by namespace and name as
+client-go's store keys them (``MetaNamespaceKeyFunc``; a recreated object replaces the old one). Following the Kubernetes
 API concepts ("Efficient detection of changes"):
 
 - a watch that ends (its ``timeoutSeconds`` ran out) or is cut mid-stream is opened again from the
@@ -36,7 +37,7 @@ import msgspec
 import urllib3
 import urllib3.exceptions
 
-from actions.model import GpuPod, Node, Tenant
+from actions.model import KUEUE_GROUP, GpuPod, Node, Tenant, Workload
 from actions.sources import kubeobjects
 
 log = logging.getLogger(__name__)
@@ -143,8 +144,8 @@ class Reflector(Generic[O, V]):
         self._page = msgspec.json.Decoder(_Page[kind.struct])
         self._object = msgspec.json.Decoder(kind.struct)
         self._lock = threading.Lock()
-        self._values: dict[str, V] = {}
-        self._broken: dict[str, ValueError] = {}
+        self._values: dict[tuple[str, str], V] = {}
+        self._broken: dict[tuple[str, str], ValueError] = {}
         self._synced = False
         self._resource_version = ""
         self._stop = threading.Event()
@@ -264,8 +265,8 @@ class Reflector(Generic[O, V]):
 
     def _relist(self) -> None:
         """Replace what is kept with a fresh paged list; synced after it."""
-        values: dict[str, V] = {}
-        broken: dict[str, ValueError] = {}
+        values: dict[tuple[str, str], V] = {}
+        broken: dict[tuple[str, str], ValueError] = {}
         token = ""
         while True:
             query = [("limit", str(self._page_size)), *self._selector()]
@@ -292,19 +293,19 @@ class Reflector(Generic[O, V]):
         self.lists += 1
         log.info("listed %d %s at resourceVersion %s", len(values), self.kind.resource, self._resource_version)
 
-    def _put(self, values: dict[str, V], broken: dict[str, ValueError], obj: O) -> None:
-        uid = obj.metadata.uid  # type: ignore[attr-defined]
-        broken.pop(uid, None)
+    def _put(self, values: dict[tuple[str, str], V], broken: dict[tuple[str, str], ValueError], obj: O) -> None:
+        key = _key(obj)
+        broken.pop(key, None)
         try:
             value = self.kind.keep(obj)
         except ValueError as e:
-            values.pop(uid, None)
-            broken[uid] = e
+            values.pop(key, None)
+            broken[key] = e
             return
         if value is None:
-            values.pop(uid, None)
+            values.pop(key, None)
         else:
-            values[uid] = value
+            values[key] = value
 
     def _watch(self) -> None:
         """One watch from the kept resourceVersion until the server ends it; raises WatchError
@@ -359,36 +360,53 @@ class Reflector(Generic[O, V]):
             if event.type in ("ADDED", "MODIFIED"):
                 self._put(self._values, self._broken, obj)
             elif event.type == "DELETED":
-                uid = obj.metadata.uid  # type: ignore[attr-defined]
-                self._values.pop(uid, None)
-                self._broken.pop(uid, None)
+                self._values.pop(_key(obj), None)
+                self._broken.pop(_key(obj), None)
             else:
                 raise ValueError(f"watch event of {self.kind.resource} of unknown type {event.type!r}")
         self._resource_version = obj.metadata.resource_version  # type: ignore[attr-defined]
 
 
+def _key(obj: object) -> tuple[str, str]:
+    meta = obj.metadata  # type: ignore[attr-defined]
+    return meta.namespace, meta.name
+
+
 class ClusterCache:
-    """The pods and nodes of one cluster kept by list+watch (:class:`Reflector`), for
-    :class:`~actions.sources.kubernetes.KubernetesSource` to read instead of listing them.
-    Needs RBAC ``watch`` on pods and nodes besides ``list``."""
+    """The pods, nodes and Kueue Workloads of one cluster kept by list+watch (:class:`Reflector`),
+    for :class:`~actions.sources.kubernetes.KubernetesSource` to read instead of listing them.
+    Workloads are watched from the first time the source asks for them in the version it
+    discovered (Kueue may not be installed). Needs RBAC ``watch`` on pods, nodes and workloads
+    besides ``list``. ``options`` are the :class:`Reflector`'s."""
 
     def __init__(self, api_client: kubernetes.client.ApiClient, **options: object):
+        self._api = api_client
+        self._options = options
+        self._lock = threading.Lock()
+        self._started = False
         self.pods: Reflector = Reflector(api_client, PODS, **options)  # type: ignore[arg-type]
         self.nodes: Reflector = Reflector(api_client, NODES, **options)  # type: ignore[arg-type]
+        self.workloads: Reflector | None = None
 
     def start(self) -> "ClusterCache":
-        """Start both watches (each lists first, on its own thread)."""
-        self.pods.start()
-        self.nodes.start()
+        """Start watching pods and nodes (each lists first, on its own thread)."""
+        with self._lock:
+            self._started = True
+            self.pods.start()
+            self.nodes.start()
         return self
 
     def stop(self, timeout: float = 5.0) -> bool:
-        """Stop both watches; False when one did not end within ``timeout`` seconds."""
-        stopped = [r.stop(timeout) for r in (self.pods, self.nodes)]
+        """Stop every watch; False when one did not end within ``timeout`` seconds."""
+        with self._lock:
+            self._started = False
+            reflectors = [r for r in (self.pods, self.nodes, self.workloads) if r is not None]
+        stopped = [r.stop(timeout) for r in reflectors]
         return all(stopped)
 
     @property
     def synced(self) -> bool:
+        """Pods and nodes are synced (Workloads, when watched, say so themselves)."""
         return self.pods.synced and self.nodes.synced
 
     def gpu_pods_and_tenants(self) -> tuple[list[GpuPod], list[Tenant]] | None:
@@ -406,3 +424,24 @@ class ClusterCache:
         for a malformed node."""
         values = self.nodes.items()
         return None if values is None else sorted(values, key=lambda n: n.name)
+
+    def workloads_list(self, api_version: str) -> list[Workload] | None:
+        """The Kueue Workloads read as ``api_version`` (``"kueue.x-k8s.io/v1beta2"``), sorted by
+        namespace and name; ``None`` until they are synced. The first call in a version starts
+        watching them (and stops watching another version); nothing is started once stopped.
+        Raises ValueError for a malformed Workload."""
+        version = api_version.split("/", 1)[1]
+        with self._lock:
+            current = self.workloads
+            if current is None or current.kind.path != f"/apis/{KUEUE_GROUP}/{version}/workloads":
+                if current is not None:
+                    current.stop(0)
+                kind = WatchedKind(
+                    f"workloads.{KUEUE_GROUP}/{version}", f"/apis/{KUEUE_GROUP}/{version}/workloads",
+                    kubeobjects.K8sWorkload, lambda w: kubeobjects.workload(w, api_version),
+                )
+                self.workloads = current = Reflector(self._api, kind, **self._options)  # type: ignore[arg-type]
+                if self._started:
+                    current.start()
+        values = current.items()
+        return None if values is None else sorted(values, key=lambda w: (w.namespace, w.name))

@@ -122,8 +122,8 @@ class KubernetesSource:
     ``owner_list_above`` of it; without ``list`` it reads them one GET each).
     Every request gives up after ``timeout_seconds`` (a ClusterReadError), so an API server that
     hangs cannot hold a sweep or the re-check before an action. With a started ``cache`` (what
-    ``run`` gives it) pods and nodes are read from the cache while it is synced, and listed as
-    without one while it is not. Raises ValueError for a ``page_size`` under 1 or a
+    ``run`` gives it) pods, nodes and Kueue Workloads are read from the cache while it is synced,
+    and listed as without one while it is not. Raises ValueError for a ``page_size`` under 1 or a
     ``timeout_seconds`` not above 0.
     """
 
@@ -181,11 +181,13 @@ class KubernetesSource:
         queues: dict[str, list] = {"LocalQueue": [], "ClusterQueue": [], "ResourceFlavor": []}
         if workload_api_version is not None:
             version = workload_api_version.split("/", 1)[1]
-            workloads = self._pages(
-                f"workloads.{KUEUE_GROUP}/{version}",
-                lambda **kw: self._custom.list_cluster_custom_object(KUEUE_GROUP, version, "workloads", **kw),
-                lambda b: kubeobjects.decode_workload_page(b, workload_api_version),
-            )
+            workloads = self.cache.workloads_list(workload_api_version) if self.cache is not None else None
+            if workloads is None:
+                workloads = self._pages(
+                    f"workloads.{KUEUE_GROUP}/{version}",
+                    lambda **kw: self._custom.list_cluster_custom_object(KUEUE_GROUP, version, "workloads", **kw),
+                    lambda b: kubeobjects.decode_workload_page(b, workload_api_version),
+                )
             for kind, plural in jobobjects.QUEUE_PLURALS.items():
                 queues[kind] = self._pages(
                     f"{plural}.{KUEUE_GROUP}/{version}",
