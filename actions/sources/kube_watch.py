@@ -389,11 +389,13 @@ class ClusterCache:
         self.workloads: Reflector | None = None
 
     def start(self) -> "ClusterCache":
-        """Start watching pods and nodes (each lists first, on its own thread)."""
+        """Start watching pods, nodes and (when asked for already) Workloads, each listing first
+        on its own thread."""
         with self._lock:
             self._started = True
-            self.pods.start()
-            self.nodes.start()
+            for r in (self.pods, self.nodes, self.workloads):
+                if r is not None:
+                    r.start()
         return self
 
     def stop(self, timeout: float = 5.0) -> bool:
@@ -406,8 +408,8 @@ class ClusterCache:
 
     @property
     def synced(self) -> bool:
-        """Pods and nodes are synced (Workloads, when watched, say so themselves)."""
-        return self.pods.synced and self.nodes.synced
+        """Pods, nodes and (when watched) Workloads are synced."""
+        return all(r.synced for r in (self.pods, self.nodes, self.workloads) if r is not None)
 
     def gpu_pods_and_tenants(self) -> tuple[list[GpuPod], list[Tenant]] | None:
         """The live GPU pods (sorted by namespace and name, as a list returns them) and the
