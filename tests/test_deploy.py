@@ -37,11 +37,13 @@ from typer.testing import CliRunner
 from actions.executors import KubernetesWriter
 from actions.lease import LeaseClient, LeaseRecord
 from actions.model import ActionVerb, GpuResize, ObjectRef, ProposedAction
+from actions.sources.kube_watch import ClusterCache
 from actions.sources.kubernetes import KubernetesSource
 from bot.cli import app as cli_app
 from bot.settings import Settings, load_settings
 from tests import workload_shapes as shapes
 from tests.fakes.kube_api import FakeKubeApi
+from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
@@ -278,7 +280,7 @@ def test_dry_run_is_read_only_by_settings_and_by_rbac(pod_settings, api_calls):
     assert settings.dry_run is True
     assert one("dry-run", "Deployment")["spec"]["replicas"] == 1
     granted = {v for role in bound_roles("dry-run") for rule in role["rules"] for v in rule["verbs"]}
-    assert granted <= {"list", "get"}
+    assert granted <= {"list", "watch", "get"}
     # Reading one object is what an executor does before patching: never granted on what it patches.
     patched = {(c.group, c.resource) for c in api_calls["writes"] if c.verb == "patch"}
     assert patched >= {("apps", "statefulsets"), ("ray.io", "rayclusters"), ("serving.kserve.io", "inferenceservices")}
@@ -401,6 +403,12 @@ def api_calls() -> dict[str, set[Call]]:
         with FakeKubeApi.from_list_json(DUMP.read_bytes(), kueue_versions=kueue) as fake:
             snapshot = KubernetesSource(fake.api_client(), page_size=2).snapshot(NOW)
             assert snapshot.workloads and snapshot.notebooks  # every reader really ran
+            # `run`'s watch cache: pods, nodes, and Workloads once a snapshot found Kueue.
+            cache = ClusterCache(fake.api_client(), page_size=2).start()
+            KubernetesSource(fake.api_client(), cache=cache).snapshot(NOW)
+            wait_for(lambda: cache.synced and any(c.verb == "watch" and c.resource == "workloads" for c in _recorded(fake)),
+                     "the watch cache to sync and watch")
+            assert cache.stop()
             reads |= _recorded(fake)
     # Every owner kind the walk reads, every listed kind, and the queue positions.
     everything = json.loads(DUMP.read_bytes())["items"] + shapes.every_kind()
