@@ -177,6 +177,17 @@ def test_an_unreachable_api_server_unsyncs_and_sweeps_list(kube):
     assert sum(r.path == "/api/v1/nodes" for r in kube.requests) == 1 and _pod_lists(kube) == 0
 
 
+def test_a_forbidden_watch_gives_up_and_sweeps_list(kube):
+    """RBAC without ``watch`` (a deployment not updated): the watch stops for good instead of
+    listing 50,000 pods again every back-off."""
+    kube.fail("GET", "/api/v1/pods", 403, "Forbidden", 'pods is forbidden: cannot watch resource "pods"', times=1)
+    cache = ClusterCache(kube.api_client(), **FAST)
+    cache.pods.start()
+    wait_for(lambda: not cache.pods._thread.is_alive(), "the pods watch to give up")  # noqa: SLF001
+    assert not cache.pods.synced and cache.pods.items() is None
+    assert cache.pods.lists == 0 and _pod_lists(kube) == 1
+
+
 def test_stop_ends_an_open_watch_promptly(kube, cache):
     started = time.monotonic()
     assert cache.stop(timeout=5)

@@ -1,4 +1,4 @@
-"""A list+watch cache of the big kinds (pods, nodes), as client-go's Reflector keeps one.
+"""A list+watch cache of the big kinds (pods, nodes, Workloads), as client-go's Reflector keeps one.
 
 Listing 50,000 pods of about 5 KB each costs a sweep seconds of CPU, almost all of it for objects
 that did not change since the last sweep. A :class:`Reflector` lists its kind once (paged, as
@@ -6,14 +6,16 @@ that did not change since the last sweep. A :class:`Reflector` lists its kind on
 ``resourceVersion`` with ``allowWatchBookmarks=true`` and applies each ``WatchEvent`` (a JSON
 line: ``{"type": "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK" | "ERROR", "object": ...}``,
 apimachinery pkg/apis/meta/v1 watch.go) to what it keeps: the model value of each object, decoded
-with the Structs of :mod:`actions.sources.kubeobjects`, keyed by namespace and name as
-client-go's store keys them (``MetaNamespaceKeyFunc``; a recreated object replaces the old one). Following the Kubernetes
-API concepts ("Efficient detection of changes"):
+with the Structs of :mod:`actions.sources.kubeobjects`, keyed by namespace and name as client-go's
+store keys them (``MetaNamespaceKeyFunc``). Following the Kubernetes API concepts ("Efficient
+detection of changes"):
 
 - a watch that ends (its ``timeoutSeconds`` ran out) or is cut mid-stream is opened again from the
   last ``resourceVersion`` seen (an event's or a BOOKMARK's);
 - an ``ERROR`` event with a 410 Status (reason ``Expired`` or ``Gone``: the server no longer holds
   the history from that version), or a 410 answer to the watch, means a fresh list;
+- a 403 or 404 (no RBAC ``watch``, the kind no longer served) stops the watch for good, with a
+  warning: sweeps list as they did before;
 - any other failure (an error Status, a body that does not decode, an API server that cannot be
   reached) marks the cache not synced and lists again after a back-off.
 
@@ -210,6 +212,11 @@ class Reflector(Generic[O, V]):
             except WatchError as e:
                 if self._stop.is_set():
                     break
+                if e.status in (403, 404):
+                    with self._lock:
+                        self._synced = False
+                    log.warning("cannot watch %s (%s); sweeps list them instead", self.kind.resource, e)
+                    return
                 if e.expired:
                     log.info("watch of %s expired (%s); listing them again", self.kind.resource, e)
                     self._resource_version = ""
