@@ -27,6 +27,7 @@ the open response down.
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import threading
@@ -114,9 +115,20 @@ class WatchedKind(Generic[O, V]):
     field_selector: str = ""
 
 
+@functools.lru_cache(maxsize=65536)
+def _plain_tenant(node: str) -> Tenant:
+    return Tenant(node=node, pod="", daemonset=False, do_not_disrupt=False)
+
+
 def _pod_value(pod: kubeobjects.Pod) -> tuple[GpuPod | None, Tenant | None] | None:
-    value = (kubeobjects.gpu_pod(pod), kubeobjects.tenant(pod))
-    return value if value != (None, None) else None
+    """A pod's GPU pod and tenant. An ordinary tenant (no DaemonSet, no do-not-disrupt) only
+    counts for its node (all :func:`~actions.sources.kubeobjects.with_tenants` reads of it), so
+    one shared Tenant per node, its pod left blank, stands for all of them: some 300 bytes less
+    per pod kept (15 MB at 50,000 pods)."""
+    gpu, tenant = kubeobjects.gpu_pod(pod), kubeobjects.tenant(pod)
+    if tenant is not None and not (tenant.daemonset or tenant.do_not_disrupt):
+        tenant = _plain_tenant(tenant.node)
+    return None if gpu is None and tenant is None else (gpu, tenant)
 
 
 # Pods the source lists (live ones): a pod that finishes leaves the selector, a DELETED event.

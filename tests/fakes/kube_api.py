@@ -15,8 +15,9 @@ decoding) is exercised as in production. It holds objects in memory and serves:
 - watches (``?watch=1&resourceVersion=RV``): every change since RV as ``WatchEvent`` JSON lines
   over a chunked response (ADDED/MODIFIED/DELETED; an object leaving a field selector is DELETED,
   one entering it ADDED), ``BOOKMARK`` events every ``bookmark_seconds`` and at the end when
-  ``allowWatchBookmarks=true``, closed after ``timeoutSeconds``; an RV older than the last
-  :meth:`FakeKubeApi.compact` gets an ``ERROR`` event with a 410 ``Expired`` Status, as the API
+  ``allowWatchBookmarks=true``, closed after ``timeoutSeconds``; a watch from an RV older than
+  the last :meth:`FakeKubeApi.compact`, and every watch open at the time, gets an ``ERROR`` event
+  with a 410 ``Expired`` Status, as the API
   server's watch cache answers (Kubernetes API concepts, "Efficient detection of changes" and
   "Watch bookmarks"; apimachinery pkg/apis/meta/v1 watch.go ``WatchEvent``);
   :meth:`FakeKubeApi.drop_watches` cuts the open ones mid-stream.
@@ -400,7 +401,7 @@ class FakeKubeApi:
         content_type: str | None,
         authorization: str | None = None,
     ) -> tuple[int, dict]:
-        """Answer one request: ``(HTTP status, JSON body)``."""
+        """Answer one request: ``(HTTP status, JSON body)``, the body an iterator of events for a watch."""
         parts = urlsplit(raw_path)
         query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         with self._lock:
