@@ -406,8 +406,7 @@ def api_calls() -> dict[str, set[Call]]:
             # `run`'s watch cache: pods, nodes, and Workloads once a snapshot found Kueue.
             cache = ClusterCache(fake.api_client(), page_size=2).start()
             KubernetesSource(fake.api_client(), cache=cache).snapshot(NOW)
-            wait_for(lambda: cache.synced and any(c.verb == "watch" and c.resource == "workloads" for c in _recorded(fake)),
-                     "the watch cache to sync and watch")
+            wait_for(lambda: cache.synced and "workloads" in cache.on_demand, "the watch cache to sync")
             assert cache.stop()
             reads |= _recorded(fake)
     # Every owner kind the walk reads, every listed kind, and the queue positions.
@@ -422,9 +421,15 @@ def api_calls() -> dict[str, set[Call]]:
         source.queue_positions(["gpu-cq"])
         reads |= _recorded(fake)
     with FakeKubeApi(everything) as fake:
-        # A fleet's walk lists an owner kind where it needs more than 100 of it: here, every kind.
+        # A fleet's walk lists an owner kind where it needs more than 100 of it: here, every kind;
+        # `run` then watches each.
         listed = KubernetesSource(fake.api_client(), page_size=2, owner_list_above=0).snapshot(NOW)
         assert {o.kind for o in listed.objects} == walked
+        cache = ClusterCache(fake.api_client(), page_size=2).start()
+        watched = KubernetesSource(fake.api_client(), page_size=2, owner_list_above=0, cache=cache)
+        watched.snapshot(NOW)
+        wait_for(lambda: cache.synced and len(cache.on_demand) > 1, "the watch cache to sync")
+        assert cache.stop()
         reads |= _recorded(fake)
     with FakeKubeApi(everything) as fake:
         writer = KubernetesWriter(fake.api_client())

@@ -48,7 +48,7 @@ def cache(kube):
     c = ClusterCache(kube.api_client(), page_size=2, **FAST).start()
     wait_for(lambda: c.synced, "the cache to sync")
     KubernetesSource(kube.api_client(), cache=c).snapshot(NOW)  # discovers Kueue: starts watching Workloads
-    wait_for(lambda: c.workloads is not None and c.workloads.synced, "the Workloads to sync")
+    wait_for(lambda: "workloads" in c.on_demand and c.synced, "the Workloads to sync")
     yield c
     assert c.stop(timeout=5), "the watch threads did not stop"
 
@@ -61,7 +61,7 @@ def _pod(kube: FakeKubeApi, namespace: str, name: str) -> dict:
 
 def _caught_up(kube: FakeKubeApi, cache: ClusterCache) -> bool:
     rv = kube.resource_version
-    return all(r.resource_version == rv for r in (cache.pods, cache.nodes, cache.workloads) if r is not None)
+    return all(r.resource_version == rv for r in (cache.pods, cache.nodes, *cache.on_demand.values()))
 
 
 def _pod_lists(kube: FakeKubeApi) -> int:
@@ -130,6 +130,30 @@ def test_synced_cache_equals_a_fresh_list_after_changes(kube, cache):
     assert ("training", "pretrain-worker-0") not in pods and ("serving", "chat-api-6f7d8b9c4-x2x9z") not in pods
     assert snap.nodes["gpu-spot-1"].capacity_type.value == "on-demand"
     assert cache.pods.lists == 1  # all of it from the watch
+
+
+def test_owner_kinds_the_walk_lists_are_watched_too(kube):
+    """A fleet's walk lists an owner kind it needs more than ``owner_list_above`` of (5,000 Kueue
+    Jobs); with a cache it watches that kind instead of listing it every sweep."""
+    kube.add({"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+        "name": "pretrain", "namespace": "training", "uid": "f0b81c1e-5336-5eaa-b39a-5753b01f7591", "labels": {}}})
+    cache = ClusterCache(kube.api_client(), **FAST).start()
+    try:
+        watched = KubernetesSource(kube.api_client(), cache=cache, owner_list_above=0)
+        listed = KubernetesSource(kube.api_client(), owner_list_above=0)
+        watched.snapshot(NOW)  # asks for Jobs: starts watching them
+        wait_for(lambda: "owners batch/Job" in cache.on_demand and cache.synced, "the Jobs to sync")
+        job = kube.get("Job", "training", "pretrain")
+        job["metadata"]["labels"]["touched"] = "yes"
+        kube.add(job)
+        wait_for(lambda: _caught_up(kube, cache), "the cache to catch up")
+        kube.clear_requests()
+        snap = watched.snapshot(NOW)
+        assert not any("/jobs" in r.path for r in kube.requests)  # neither listed nor read one by one
+        assert snap == listed.snapshot(NOW)
+        assert next(o for o in snap.objects if o.kind == "Job" and o.name == "pretrain").labels["touched"] == "yes"
+    finally:
+        assert cache.stop()
 
 
 def test_an_expired_resource_version_means_a_fresh_list(kube, cache):
@@ -215,7 +239,7 @@ def test_run_sweeps_read_no_pod_list_once_synced(kube, tmp_path):
         wait_for(lambda: cache.synced, "the cache to sync")
         kube.clear_requests()
         rt.snapshot(NOW)  # discovers Kueue: starts watching Workloads
-        wait_for(lambda: cache.workloads.synced, "the Workloads to sync")
+        wait_for(lambda: "workloads" in cache.on_demand and cache.synced, "the Workloads to sync")
         kube.clear_requests()
         snap = rt.snapshot(NOW)
         assert _cached_lists(kube) == []

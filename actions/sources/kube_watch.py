@@ -40,8 +40,8 @@ import msgspec
 import urllib3
 import urllib3.exceptions
 
-from actions.model import KUEUE_GROUP, GpuPod, Node, Tenant, Workload
-from actions.sources import kubeobjects
+from actions.model import KUEUE_GROUP, GpuPod, KubeObject, Node, Tenant, Workload, api_group
+from actions.sources import jobobjects, kubeobjects
 
 log = logging.getLogger(__name__)
 
@@ -392,11 +392,13 @@ def _key(obj: object) -> tuple[str, str]:
 
 
 class ClusterCache:
-    """The pods, nodes and Kueue Workloads of one cluster kept by list+watch (:class:`Reflector`),
-    for :class:`~actions.sources.kubernetes.KubernetesSource` to read instead of listing them.
-    Workloads are watched from the first time the source asks for them in the version it
-    discovered (Kueue may not be installed). Needs RBAC ``watch`` on pods, nodes and workloads
-    besides ``list``. ``options`` are the :class:`Reflector`'s."""
+    """The pods, nodes, Kueue Workloads and the owner kinds the walk lists (5,000 Kueue Jobs) of
+    one cluster, kept by list+watch (:class:`Reflector`), for
+    :class:`~actions.sources.kubernetes.KubernetesSource` to read instead of listing them. Pods
+    and nodes are watched from :meth:`start`; Workloads and owner kinds from the first time the
+    source asks for them (in the version it discovered: Kueue may not be installed, and a small
+    fleet's walk lists nothing). Needs RBAC ``watch`` besides ``list`` on each. ``options`` are
+    the :class:`Reflector`'s."""
 
     def __init__(self, api_client: kubernetes.client.ApiClient, **options: object):
         self._api = api_client
@@ -405,30 +407,33 @@ class ClusterCache:
         self._started = False
         self.pods: Reflector = Reflector(api_client, PODS, **options)  # type: ignore[arg-type]
         self.nodes: Reflector = Reflector(api_client, NODES, **options)  # type: ignore[arg-type]
-        self.workloads: Reflector | None = None
+        # Watched once asked for: "workloads", or "owners GROUP/KIND" -> its Reflector.
+        self.on_demand: dict[str, Reflector] = {}
+
+    def _all(self) -> list[Reflector]:
+        return [self.pods, self.nodes, *self.on_demand.values()]
 
     def start(self) -> "ClusterCache":
-        """Start watching pods, nodes and (when asked for already) Workloads, each listing first
-        on its own thread."""
+        """Start watching pods, nodes and what was asked for already, each listing first on its
+        own thread."""
         with self._lock:
             self._started = True
-            for r in (self.pods, self.nodes, self.workloads):
-                if r is not None:
-                    r.start()
+            for r in self._all():
+                r.start()
         return self
 
     def stop(self, timeout: float = 5.0) -> bool:
         """Stop every watch; False when one did not end within ``timeout`` seconds."""
         with self._lock:
             self._started = False
-            reflectors = [r for r in (self.pods, self.nodes, self.workloads) if r is not None]
+            reflectors = self._all()
         stopped = [r.stop(timeout) for r in reflectors]
         return all(stopped)
 
     @property
     def synced(self) -> bool:
-        """Pods, nodes and (when watched) Workloads are synced."""
-        return all(r.synced for r in (self.pods, self.nodes, self.workloads) if r is not None)
+        """Every kind watched is synced."""
+        return all(r.synced for r in self._all())
 
     def gpu_pods_and_tenants(self) -> tuple[list[GpuPod], list[Tenant]] | None:
         """The live GPU pods (sorted by namespace and name, as a list returns them) and the
@@ -448,21 +453,34 @@ class ClusterCache:
 
     def workloads_list(self, api_version: str) -> list[Workload] | None:
         """The Kueue Workloads read as ``api_version`` (``"kueue.x-k8s.io/v1beta2"``), sorted by
-        namespace and name; ``None`` until they are synced. The first call in a version starts
-        watching them (and stops watching another version); nothing is started once stopped.
-        Raises ValueError for a malformed Workload."""
+        namespace and name; ``None`` until they are synced. Raises ValueError for a malformed
+        Workload."""
         version = api_version.split("/", 1)[1]
+        values = self._asked("workloads", WatchedKind(
+            f"workloads.{KUEUE_GROUP}/{version}", f"/apis/{KUEUE_GROUP}/{version}/workloads",
+            kubeobjects.K8sWorkload, lambda w: kubeobjects.workload(w, api_version),
+        )).items()
+        return None if values is None else sorted(values, key=lambda w: (w.namespace, w.name))
+
+    def owners(self, api_version: str, kind: str, plural: str) -> dict[tuple[str, str, str], KubeObject] | None:
+        """Every ``kind`` object (a custom resource or a built-in kind of a named group, served
+        as ``plural`` in ``api_version``) by (namespace, kind, name), as the owner walk lists
+        them; ``None`` until they are synced. Raises ValueError for a malformed one."""
+        values = self._asked(f"owners {api_group(api_version)}/{kind}", WatchedKind(
+            f"{plural}.{api_version}", f"/apis/{api_version}/{plural}",
+            jobobjects.Owner, lambda o: jobobjects.kube_object(o, api_version, kind),
+        )).items()
+        return None if values is None else {(o.namespace, o.kind, o.name): o for o in values}
+
+    def _asked(self, slot: str, kind: WatchedKind) -> Reflector:
+        """The Reflector of ``slot`` watching ``kind``: made (and started, unless stopped) the
+        first time, and again when the kind's path changed (another version), the old one stopped."""
         with self._lock:
-            current = self.workloads
-            if current is None or current.kind.path != f"/apis/{KUEUE_GROUP}/{version}/workloads":
+            current = self.on_demand.get(slot)
+            if current is None or current.kind.path != kind.path:
                 if current is not None:
                     current.stop(0)
-                kind = WatchedKind(
-                    f"workloads.{KUEUE_GROUP}/{version}", f"/apis/{KUEUE_GROUP}/{version}/workloads",
-                    kubeobjects.K8sWorkload, lambda w: kubeobjects.workload(w, api_version),
-                )
-                self.workloads = current = Reflector(self._api, kind, **self._options)  # type: ignore[arg-type]
+                self.on_demand[slot] = current = Reflector(self._api, kind, **self._options)  # type: ignore[arg-type]
                 if self._started:
                     current.start()
-        values = current.items()
-        return None if values is None else sorted(values, key=lambda w: (w.namespace, w.name))
+            return current

@@ -122,8 +122,8 @@ class KubernetesSource:
     ``owner_list_above`` of it; without ``list`` it reads them one GET each).
     Every request gives up after ``timeout_seconds`` (a ClusterReadError), so an API server that
     hangs cannot hold a sweep or the re-check before an action. With a started ``cache`` (what
-    ``run`` gives it) pods, nodes and Kueue Workloads are read from the cache while it is synced,
-    and listed as without one while it is not. Raises ValueError for a ``page_size`` under 1 or a
+    ``run`` gives it) pods, nodes, Kueue Workloads and the owner kinds the walk lists are read
+    from the cache while it is synced, and listed as without one while it is not. Raises ValueError for a ``page_size`` under 1 or a
     ``timeout_seconds`` not above 0.
     """
 
@@ -141,7 +141,9 @@ class KubernetesSource:
         self._apps = kubernetes.client.AppsV1Api(api_client)
         self._custom = kubernetes.client.CustomObjectsApi(api_client)
         self._page_size = page_size
-        self._owners = OwnerReader(api_client, ClusterReadError, timeout_seconds, owner_list_above)
+        self._owners = OwnerReader(
+            api_client, ClusterReadError, timeout_seconds, owner_list_above, cached=cache.owners if cache else None,
+        )
         self.cache = cache
 
     def snapshot(self, now: datetime) -> ClusterSnapshot:
