@@ -184,7 +184,7 @@ def child(kind: str, n: int, path: str) -> dict:
 def oneshot_child(workdir: str, in_process_sweeps: int, at: datetime = NOW) -> dict:
     """``sweep --once`` as the CLI runs it, in this fresh process, with its CPU seconds per phase;
     then ``in_process_sweeps`` more sweeps in the same process (what ``run`` does every
-    interval), reading pods, nodes and Workloads from watch caches as ``run`` does. Prints
+    interval), reading the big kinds from watch caches as ``run`` does. Prints
     nothing itself; the caller times the interpreter's exit."""
     marks: list[tuple[str, float]] = [("interpreter", time.process_time())]
 
@@ -390,7 +390,7 @@ def part4(gpus: int, pods: int, cache: Path, in_process_sweeps: int) -> None:
         print(f"   findings {runs[1][1]['findings']}; proposals 1st {runs[0][1]['counts']}, 2nd {runs[1][1]['counts']}")
         print("   (reconcile includes rendering every proposal and writing it to a console chat; Slack's HTTP calls are not in it)")
         if runs[1][1]["again"]:
-            print(f"   watch caches (pods, nodes, Workloads) started after that sweep, synced in"
+            print(f"   watch caches (pods, nodes, StatefulSets, Notebooks, Workloads, Jobs, ...) started after that sweep, synced in"
                   f" {runs[1][1]['sync_cpu']:.2f} s CPU (their first lists, on their own threads)")
         for k, phases in enumerate(runs[1][1]["again"], 1):
             print(f"   sweep {k + 1} inside the same process (as `run`): "

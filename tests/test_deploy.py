@@ -563,6 +563,7 @@ def test_the_rbac_check_notices_a_missing_rule(api_calls):
         "get notebooks.kubeflow.org/llm-explore in ml-research",
         "list notebooks.kubeflow.org",
         "patch notebooks.kubeflow.org/llm-explore in ml-research",
+        "watch notebooks.kubeflow.org",
     ]
     assert unused(roles, calls) == ["ClusterRole/gpu-cost-bot: delete pods.core"]
 

@@ -48,7 +48,7 @@ def cache(kube):
     c = ClusterCache(kube.api_client(), page_size=2, **FAST).start()
     wait_for(lambda: c.synced, "the cache to sync")
     KubernetesSource(kube.api_client(), cache=c).snapshot(NOW)  # discovers Kueue: starts watching Workloads
-    wait_for(lambda: "workloads" in c.on_demand and c.synced, "the Workloads to sync")
+    wait_for(lambda: "workloads" in c.on_demand and c.synced, "Workloads, StatefulSets ... to sync")
     yield c
     assert c.stop(timeout=5), "the watch threads did not stop"
 
@@ -70,7 +70,8 @@ def _pod_lists(kube: FakeKubeApi) -> int:
 
 def _cached_lists(kube: FakeKubeApi) -> list[str]:
     """The list requests (not watches) of the kinds the cache holds."""
-    paths = ("/api/v1/pods", "/api/v1/nodes", "/apis/kueue.x-k8s.io/v1beta2/workloads")
+    paths = ("/api/v1/pods", "/api/v1/nodes", "/apis/kueue.x-k8s.io/v1beta2/workloads", "/apis/apps/v1/statefulsets",
+             "/apis/apps/v1/deployments", "/apis/kubeflow.org/v1/notebooks")
     return [r.path for r in kube.requests if r.path in paths and "watch" not in r.query]
 
 
@@ -90,6 +91,9 @@ def _mutate(kube: FakeKubeApi, tag: str) -> None:
     assert workload is not None
     workload["spec"]["active"] = False
     kube.add(workload)
+    statefulset = kube.get("StatefulSet", "ml-research", "llm-explore")
+    statefulset["spec"]["replicas"] = 0
+    kube.add(statefulset)
 
 
 def test_the_fake_streams_upstream_watch_events(kube):
@@ -125,6 +129,7 @@ def test_synced_cache_equals_a_fresh_list_after_changes(kube, cache):
     assert _cached_lists(kube) == []
     assert snap == listed.snapshot(NOW)
     assert not next(w for w in snap.workloads if w.name == WORKLOAD).active
+    assert next(s for s in snap.statefulsets if s.name == "llm-explore").replicas == 0
     pods = {(p.namespace, p.name) for p in snap.pods}
     assert ("ml-research", "llm-explore-a") in pods
     assert ("training", "pretrain-worker-0") not in pods and ("serving", "chat-api-6f7d8b9c4-x2x9z") not in pods

@@ -1,4 +1,4 @@
-"""A list+watch cache of the big kinds (pods, nodes, Workloads), as client-go's Reflector keeps one.
+"""A list+watch cache of the big kinds (pods, nodes, Workloads, ...), as client-go's Reflector keeps one.
 
 Listing 50,000 pods of about 5 KB each costs a sweep seconds of CPU, almost all of it for objects
 that did not change since the last sweep. A :class:`Reflector` lists its kind once (paged, as
@@ -134,6 +134,18 @@ def _pod_value(pod: kubeobjects.Pod) -> tuple[GpuPod | None, Tenant | None] | No
 # Pods the source lists (live ones): a pod that finishes leaves the selector, a DELETED event.
 PODS: WatchedKind = WatchedKind("pods", "/api/v1/pods", kubeobjects.Pod, _pod_value, kubeobjects.LIVE_PODS)
 NODES: WatchedKind = WatchedKind("nodes", "/api/v1/nodes", kubeobjects.K8sNode, kubeobjects.node)
+# Read whole every sweep besides: 5,000 notebooks' StatefulSets and Notebooks in a large fleet.
+STATEFULSETS: WatchedKind = WatchedKind(
+    "statefulsets", "/apis/apps/v1/statefulsets", kubeobjects.Scalable,
+    lambda o: kubeobjects.scalable_owner(o, "StatefulSet"),
+)
+DEPLOYMENTS: WatchedKind = WatchedKind(
+    "deployments", "/apis/apps/v1/deployments", kubeobjects.Scalable,
+    lambda o: kubeobjects.scalable_owner(o, "Deployment"),
+)
+NOTEBOOKS: WatchedKind = WatchedKind(
+    "notebooks.kubeflow.org/v1", "/apis/kubeflow.org/v1/notebooks", kubeobjects.K8sNotebook, kubeobjects.notebook,
+)
 
 
 class Reflector(Generic[O, V]):
@@ -395,7 +407,8 @@ class ClusterCache:
     """The pods, nodes, Kueue Workloads and the owner kinds the walk lists (5,000 Kueue Jobs) of
     one cluster, kept by list+watch (:class:`Reflector`), for
     :class:`~actions.sources.kubernetes.KubernetesSource` to read instead of listing them. Pods
-    and nodes are watched from :meth:`start`; Workloads and owner kinds from the first time the
+    and nodes are watched from :meth:`start`; StatefulSets, Deployments, Notebooks, Workloads
+    and owner kinds from the first time the
     source asks for them (in the version it discovered: Kueue may not be installed, and a small
     fleet's walk lists nothing). Needs RBAC ``watch`` besides ``list`` on each. ``options`` are
     the :class:`Reflector`'s."""
@@ -461,6 +474,13 @@ class ClusterCache:
             kubeobjects.K8sWorkload, lambda w: kubeobjects.workload(w, api_version),
         )).items()
         return None if values is None else sorted(values, key=lambda w: (w.namespace, w.name))
+
+    def listed(self, kind: WatchedKind) -> list | None:
+        """Every object of ``kind`` (one of :data:`STATEFULSETS`, :data:`DEPLOYMENTS`,
+        :data:`NOTEBOOKS`) as its ``keep`` makes it, sorted by namespace and name; ``None``
+        until synced. Raises ValueError for a malformed one."""
+        values = self._asked(kind.path, kind).items()
+        return None if values is None else sorted(values, key=lambda o: (o.namespace, o.name))
 
     def owners(self, api_version: str, kind: str, plural: str) -> dict[tuple[str, str, str], KubeObject] | None:
         """Every ``kind`` object (a custom resource or a built-in kind of a named group, served

@@ -14,7 +14,7 @@ import json
 import logging
 import os
 from datetime import datetime
-from typing import TYPE_CHECKING, Callable, TypeVar
+from typing import Callable, TypeVar
 
 import kubernetes.client
 import kubernetes.config
@@ -33,11 +33,9 @@ from actions.model import (
     PendingPosition,
     Tenant,
 )
-from actions.sources import jobobjects, kubeobjects, kueue_visibility
+from actions.sources import jobobjects, kube_watch, kubeobjects, kueue_visibility
 from actions.sources.kube_owners import LIST_ABOVE, OwnerReader
-
-if TYPE_CHECKING:
-    from actions.sources.kube_watch import ClusterCache
+from actions.sources.kube_watch import ClusterCache
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +127,7 @@ class KubernetesSource:
 
     def __init__(
         self, api_client: kubernetes.client.ApiClient, *, page_size: int = 500, timeout_seconds: float = 10,
-        owner_list_above: int = LIST_ABOVE, cache: "ClusterCache | None" = None,
+        owner_list_above: int = LIST_ABOVE, cache: ClusterCache | None = None,
     ):
         if page_size < 1:
             raise ValueError(f"page_size must be >= 1, got {page_size}")
@@ -156,17 +154,17 @@ class KubernetesSource:
         nodeclaims, nodepools = self._karpenter()
         nodes = kubeobjects.with_tenants(self._nodes(), tenants, nodeclaims)
         namespaces = self._pages("namespaces", self._core.list_namespace, kubeobjects.decode_namespace_page)
-        statefulsets = self._pages(
+        statefulsets = self._cached(kube_watch.STATEFULSETS, lambda: self._pages(
             "statefulsets",
             self._apps.list_stateful_set_for_all_namespaces,
             lambda b: kubeobjects.decode_scalable_page(b, "StatefulSet"),
-        )
-        deployments = self._pages(
+        ))
+        deployments = self._cached(kube_watch.DEPLOYMENTS, lambda: self._pages(
             "deployments",
             self._apps.list_deployment_for_all_namespaces,
             lambda b: kubeobjects.decode_scalable_page(b, "Deployment"),
-        )
-        notebooks = self._notebooks()
+        ))
+        notebooks = self._cached(kube_watch.NOTEBOOKS, self._notebooks)
         listed: list[KubeObject] = []
         for (group, kind), served in jobobjects.LISTED_KINDS.items():
             listed += self._optional(
@@ -213,6 +211,11 @@ class KubernetesSource:
             resource_flavors=tuple(queues["ResourceFlavor"]),
             nodepools={p.name: p for p in nodepools},
         )
+
+    def _cached(self, kind: kube_watch.WatchedKind, listing: Callable[[], list[T]]) -> list[T]:
+        """``kind`` from the cache when it is synced (watched from the first ask), else listed."""
+        cached = self.cache.listed(kind) if self.cache is not None else None
+        return listing() if cached is None else cached
 
     def _pods(self) -> tuple[list[GpuPod], list[Tenant]]:
         """The live GPU pods and every node's tenants: from the cache when it is synced, else listed."""
