@@ -390,8 +390,8 @@ def part4(gpus: int, pods: int, cache: Path, in_process_sweeps: int) -> None:
         print(f"   findings {runs[1][1]['findings']}; proposals 1st {runs[0][1]['counts']}, 2nd {runs[1][1]['counts']}")
         print("   (reconcile includes rendering every proposal and writing it to a console chat; Slack's HTTP calls are not in it)")
         if runs[1][1]["again"]:
-            print(f"   watch caches (pods, nodes, StatefulSets, Notebooks, Workloads, Jobs, ...) started after that sweep, synced in"
-                  f" {runs[1][1]['sync_cpu']:.2f} s CPU (their first lists, on their own threads)")
+            print("   watch caches (pods, nodes, StatefulSets, Notebooks, Workloads, Jobs, ...) started after that sweep,"
+                  f" synced in {runs[1][1]['sync_cpu']:.2f} s CPU (their first lists, on their own threads)")
         for k, phases in enumerate(runs[1][1]["again"], 1):
             print(f"   sweep {k + 1} inside the same process (as `run`): "
                   + ", ".join(f"{n} {v:.2f}" for n, v in phases.items()) + f"; total {sum(phases.values()):.2f}")

@@ -44,7 +44,7 @@ def cluster_parts(
     when the bot watches one cluster. JupyterHub servers are stopped through ``hubs(name)``, the
     Hubs of that cluster (``jupyterhub.hubs[].cluster``). Reports read each cluster's rows of the
     usage ledger in ``store`` as ``source`` says (:func:`bot.readers.usage_source`). With
-    ``watch`` each cluster's reader gets a watch cache of its pods and nodes (not started).
+    ``watch`` each cluster's reader gets a watch cache of its big kinds (not started).
     Raises ClusterConfigError when a cluster's kubeconfig context cannot be loaded."""
     if not settings.clusters:
         return ()

@@ -82,7 +82,7 @@ def hub_writer(settings: Settings, cluster: str | None = None) -> HubWriter | No
 def cluster_access(settings: Settings, cluster_state: str | Path | None, *, watch: bool = False):
     """(reader, writer): an in-memory cluster from a kubectl dump when ``cluster_state`` is
     given (patches then change only that copy), else the live API server, with a watch cache of
-    its pods and nodes when ``watch`` (:func:`cluster_caches` finds it; not started); JupyterHub
+    its big kinds when ``watch`` (:func:`cluster_caches` finds it; not started); JupyterHub
     servers go to the configured Hubs either way."""
     hubs = hub_writer(settings)
     if cluster_state:
@@ -121,7 +121,7 @@ def build_runtime(
 ) -> Runtime:
     """A Runtime for ``settings``; the store is migrated to the latest schema first. ``metrics``
     (when given) records its sweeps, actions and API errors. ``watch`` (the long-running ``run``)
-    gives each live cluster a watch cache of its pods and nodes, started by the caller
+    gives each live cluster a watch cache of its big kinds, started by the caller
     (:func:`cluster_caches`)."""
     store = Store(settings.database_url)
     if migrate:

@@ -39,9 +39,10 @@ class OwnerReader:
     """Walks the controller owners of GPU pods up through :data:`OWNER_KINDS`, reading each with
     GET. ``known`` holds the objects the snapshot has already (by namespace, kind, name) with
     their owner references, so the walk goes on through them without reading them again. A level
-    needing more than ``list_above`` owners of one kind lists that kind instead, or reads it from
-    ``cached(api_version, kind, plural)`` (a watch cache's, ``None`` until synced). Needs RBAC ``get`` (and, for large fleets, ``list``) on each kind in :data:`OWNER_KINDS` that
-    the cluster serves."""
+    needing more than ``list_above`` owners of one kind lists that kind instead, or takes it from
+    ``cached(api_version, kind, plural)`` (a watch cache: ``None`` until synced; pods are never
+    taken from it). Needs RBAC ``get`` (and, for large fleets, ``list``) on each kind in
+    :data:`OWNER_KINDS` that the cluster serves."""
 
     def __init__(
         self, api_client: kubernetes.client.ApiClient, error: Callable[[str, int, str], Exception],

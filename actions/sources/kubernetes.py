@@ -120,9 +120,10 @@ class KubernetesSource:
     ``owner_list_above`` of it; without ``list`` it reads them one GET each).
     Every request gives up after ``timeout_seconds`` (a ClusterReadError), so an API server that
     hangs cannot hold a sweep or the re-check before an action. With a started ``cache`` (what
-    ``run`` gives it) pods, nodes, Kueue Workloads and the owner kinds the walk lists are read
-    from the cache while it is synced, and listed as without one while it is not. Raises ValueError for a ``page_size`` under 1 or a
-    ``timeout_seconds`` not above 0.
+    ``run`` gives it) pods, nodes, StatefulSets, Deployments, Notebooks, Kueue Workloads and the
+    owner kinds the walk lists are read from the cache while it is synced, and listed as without
+    one while it is not. Raises ValueError for a ``page_size`` under 1 or a ``timeout_seconds``
+    not above 0.
     """
 
     def __init__(
