@@ -211,7 +211,7 @@ def test_a_forbidden_watch_gives_up_and_sweeps_list(kube):
     kube.fail("GET", "/api/v1/pods", 403, "Forbidden", 'pods is forbidden: cannot watch resource "pods"', times=1)
     cache = ClusterCache(kube.api_client(), **FAST)
     cache.pods.start()
-    wait_for(lambda: not cache.pods._thread.is_alive(), "the pods watch to give up")  # noqa: SLF001
+    wait_for(lambda: not cache.pods.running, "the pods watch to give up")
     assert not cache.pods.synced and cache.pods.items() is None
     assert cache.pods.lists == 0 and _pod_lists(kube) == 1
 

@@ -187,6 +187,11 @@ class Reflector(Generic[O, V]):
         return self._synced
 
     @property
+    def running(self) -> bool:
+        """True while the watch thread runs (started, and neither stopped nor given up)."""
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
     def resource_version(self) -> str:
         """The last resourceVersion seen (a list's, an event's or a BOOKMARK's); ``""`` before."""
         return self._resource_version
