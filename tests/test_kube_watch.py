@@ -212,8 +212,25 @@ def test_a_forbidden_watch_gives_up_and_sweeps_list(kube):
     cache = ClusterCache(kube.api_client(), **FAST)
     cache.pods.start()
     wait_for(lambda: not cache.pods.running, "the pods watch to give up")
+    assert cache.pods.gave_up
     assert not cache.pods.synced and cache.pods.items() is None
     assert cache.pods.lists == 0 and _pod_lists(kube) == 1
+
+
+def test_a_kind_not_served_is_listed_by_sweeps_and_the_rest_stays_synced():
+    """No Kubeflow: the Notebooks watch gets a 404 and gives up; the cache is still synced and a
+    sweep reads the same as a fresh list (no Notebooks)."""
+    with FakeKubeApi(_objects(), kubeflow=False) as kube:
+        cache = ClusterCache(kube.api_client(), **FAST).start()
+        try:
+            watched = KubernetesSource(kube.api_client(), cache=cache)
+            watched.snapshot(NOW)
+            wait_for(lambda: cache.on_demand["/apis/kubeflow.org/v1/notebooks"].gave_up, "the Notebooks watch to give up")
+            wait_for(lambda: cache.synced, "the other kinds to sync")
+            snap = watched.snapshot(NOW)
+            assert snap == KubernetesSource(kube.api_client()).snapshot(NOW) and snap.notebooks == ()
+        finally:
+            assert cache.stop()
 
 
 def test_stop_ends_an_open_watch_promptly(kube, cache):

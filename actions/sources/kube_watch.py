@@ -178,6 +178,7 @@ class Reflector(Generic[O, V]):
         self._response: urllib3.BaseHTTPResponse | None = None
         self._thread: threading.Thread | None = None
         self.lists = 0  # lists done (the first, then one per relist), for logs and tests
+        self.gave_up = False  # after a 403 or 404: sweeps list this kind for themselves
 
     # --- what the source reads ---------------------------------------------------------------------
 
@@ -244,6 +245,7 @@ class Reflector(Generic[O, V]):
                 if e.status in (403, 404):
                     with self._lock:
                         self._synced = False
+                    self.gave_up = True
                     log.warning("cannot watch %s (%s); sweeps list them instead", self.kind.resource, e)
                     return
                 if e.expired:
@@ -413,10 +415,9 @@ class ClusterCache:
     one cluster, kept by list+watch (:class:`Reflector`), for
     :class:`~actions.sources.kubernetes.KubernetesSource` to read instead of listing them. Pods
     and nodes are watched from :meth:`start`; StatefulSets, Deployments, Notebooks, Workloads
-    and owner kinds from the first time the
-    source asks for them (in the version it discovered: Kueue may not be installed, and a small
-    fleet's walk lists nothing). Needs RBAC ``watch`` besides ``list`` on each. ``options`` are
-    the :class:`Reflector`'s."""
+    and owner kinds from the first time the source asks for them (in the version it discovered:
+    Kueue or Kubeflow may not be installed, and a small fleet's walk lists nothing). Needs RBAC
+    ``watch`` besides ``list`` on each. ``options`` are the :class:`Reflector`'s."""
 
     def __init__(self, api_client: kubernetes.client.ApiClient, **options: object):
         self._api = api_client
@@ -450,8 +451,10 @@ class ClusterCache:
 
     @property
     def synced(self) -> bool:
-        """Every kind watched is synced."""
-        return all(r.synced for r in self._all())
+        """Every kind watched is synced (but those given up on after a 403 or 404)."""
+        with self._lock:
+            reflectors = self._all()
+        return all(r.synced for r in reflectors if not r.gave_up)
 
     def gpu_pods_and_tenants(self) -> tuple[list[GpuPod], list[Tenant]] | None:
         """The live GPU pods (sorted by namespace and name, as a list returns them) and the
