@@ -663,23 +663,22 @@ class FakeKubeApi:
             return {"type": "ERROR", "object": ApiError(410, "Expired", message).status()}
 
         def events() -> Iterator[dict]:
+            # Events are worked out under the lock and yielded outside it: a slow client must not
+            # hold up the fake.
             with self._lock:
                 if since == "0":  # "any": the current state as ADDED events first
-                    first = [self._present(route, o) for k, o in sorted(self._store.objects.items()) if wanted(k) and matches(o)]
+                    first = [{"type": "ADDED", "object": self._present(route, o)}
+                             for k, o in sorted(self._store.objects.items()) if wanted(k) and matches(o)]
                     position = len(changes)
+                elif not since.isdigit():
+                    first = [{"type": "ERROR", "object": ApiError(400, "BadRequest", f"invalid resourceVersion {since!r}").status()}]
+                elif int(since) < self._store.oldest:
+                    first = [expired(int(since))]
                 else:
-                    try:
-                        rv = int(since)
-                    except ValueError:
-                        yield {"type": "ERROR", "object": ApiError(400, "BadRequest", f"invalid resourceVersion {since!r}").status()}
-                        return
-                    if rv < self._store.oldest:
-                        yield expired(rv)
-                        return
-                    first = []
-                    position = bisect.bisect_right([c.resource_version for c in changes], rv)
-            for obj in first:
-                yield {"type": "ADDED", "object": obj}
+                    first, position = [], bisect.bisect_right([c.resource_version for c in changes], int(since))
+            yield from first
+            if first and first[-1]["type"] == "ERROR":
+                return
             last_bookmark = time.monotonic()
             while True:
                 with self._lock:
@@ -694,10 +693,11 @@ class FakeKubeApi:
                         self._changed.wait(wait)
                     if self._drops != drops:
                         raise _Dropped()
-                    if self._store.oldest != oldest:
-                        yield expired(int(since) if since != "0" else 0)
-                        return
+                    gone = expired(int(since) if since != "0" else 0) if self._store.oldest != oldest else None
                     batch, position, rv_now = changes[position:], len(changes), self._store.resource_version
+                if gone is not None:
+                    yield gone
+                    return
                 for change in batch:
                     if not wanted(change.key):
                         continue
