@@ -15,9 +15,9 @@ from actions.executors import KubernetesWriter, RoutingWriter
 from actions.executors.jupyterhub import HubWriter
 from actions.fleet import FleetReport
 from actions.reporting import build_fleet_report, build_report
-from actions.sources.kube_watch import ClusterCache
 from actions.sources.kubernetes import KubernetesSource, load_kube_config
 from actions.sources.prometheus import PrometheusTelemetry
+from actions.sources.watch_cache import ClusterCache
 from actions.store import Store
 from bot.chat.runtime import ClusterParts, UnknownCluster, advice_of_clusters
 from bot.jobs.prices import price_book

@@ -23,11 +23,11 @@ from actions.executors.jupyterhub import HubClient, HubWriter
 from actions.in_memory_cluster import InMemoryCluster
 from actions.ledger_store import LedgerStore
 from actions.model import utc_now
-from actions.sources.kube_watch import ClusterCache
 from actions.sources.kubectl_dump import read_kubectl_dump
 from actions.sources.kubernetes import KubernetesSource, load_kube_config
 from actions.sources.ledger_usage import LedgerRollup
 from actions.sources.prometheus_kueue import KueueMetrics
+from actions.sources.watch_cache import ClusterCache
 from actions.store import Store
 from bot.chat import Chat
 from bot.chat.auto import AutoActions

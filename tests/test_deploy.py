@@ -37,8 +37,8 @@ from typer.testing import CliRunner
 from actions.executors import KubernetesWriter
 from actions.lease import LeaseClient, LeaseRecord
 from actions.model import ActionVerb, GpuResize, ObjectRef, ProposedAction
-from actions.sources.kube_watch import ClusterCache
 from actions.sources.kubernetes import KubernetesSource
+from actions.sources.watch_cache import ClusterCache
 from bot.cli import app as cli_app
 from bot.settings import Settings, load_settings
 from tests import workload_shapes as shapes

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from actions.sources.kube_watch import ClusterCache
 from actions.sources.kubernetes import KubernetesSource
+from actions.sources.watch_cache import ClusterCache
 from bot import wiring
 from bot.settings import load_settings
 from tests.fakes.kube_api import FakeKubeApi

@@ -33,9 +33,9 @@ from actions.model import (
     PendingPosition,
     Tenant,
 )
-from actions.sources import jobobjects, kube_watch, kubeobjects, kueue_visibility
+from actions.sources import jobobjects, kubeobjects, kueue_visibility, watch_cache
 from actions.sources.kube_owners import LIST_ABOVE, OwnerReader
-from actions.sources.kube_watch import ClusterCache
+from actions.sources.watch_cache import ClusterCache
 
 log = logging.getLogger(__name__)
 
@@ -155,17 +155,17 @@ class KubernetesSource:
         nodeclaims, nodepools = self._karpenter()
         nodes = kubeobjects.with_tenants(self._nodes(), tenants, nodeclaims)
         namespaces = self._pages("namespaces", self._core.list_namespace, kubeobjects.decode_namespace_page)
-        statefulsets = self._cached(kube_watch.STATEFULSETS, lambda: self._pages(
+        statefulsets = self._cached(watch_cache.STATEFULSETS, lambda: self._pages(
             "statefulsets",
             self._apps.list_stateful_set_for_all_namespaces,
             lambda b: kubeobjects.decode_scalable_page(b, "StatefulSet"),
         ))
-        deployments = self._cached(kube_watch.DEPLOYMENTS, lambda: self._pages(
+        deployments = self._cached(watch_cache.DEPLOYMENTS, lambda: self._pages(
             "deployments",
             self._apps.list_deployment_for_all_namespaces,
             lambda b: kubeobjects.decode_scalable_page(b, "Deployment"),
         ))
-        notebooks = self._cached(kube_watch.NOTEBOOKS, self._notebooks)
+        notebooks = self._cached(watch_cache.NOTEBOOKS, self._notebooks)
         listed: list[KubeObject] = []
         for (group, kind), served in jobobjects.LISTED_KINDS.items():
             listed += self._optional(
@@ -213,7 +213,7 @@ class KubernetesSource:
             nodepools={p.name: p for p in nodepools},
         )
 
-    def _cached(self, kind: kube_watch.WatchedKind, listing: Callable[[], list[T]]) -> list[T]:
+    def _cached(self, kind: watch_cache.WatchedKind, listing: Callable[[], list[T]]) -> list[T]:
         """``kind`` from the cache when it is synced (watched from the first ask), else listed."""
         cached = self.cache.listed(kind) if self.cache is not None else None
         return listing() if cached is None else cached
