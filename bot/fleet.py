@@ -18,6 +18,7 @@ from actions.fleet import FleetReport
 from actions.reporting import build_fleet_report, build_report
 from actions.sources.kubernetes import KubernetesSource, load_kube_config
 from actions.sources.prometheus import PrometheusTelemetry
+from actions.sources.watch_cache import ClusterCache
 from actions.store import Store
 from bot.chat.runtime import ClusterParts, UnknownCluster, advice_of_clusters
 from bot.jobs.prices import price_book
@@ -39,22 +40,24 @@ def telemetry_for(settings: Settings, target: ClusterTarget, store: Store | None
 
 def cluster_parts(
     settings: Settings, hubs: Callable[[str], HubWriter | None] = lambda name: None, store: Store | None = None,
-    source: str = "auto",
+    source: str = "auto", watch: bool = False,
 ) -> tuple[ClusterParts, ...]:
     """One :class:`~bot.chat.runtime.ClusterParts` per entry of ``clusters:``, in order; empty
     when the bot watches one cluster. JupyterHub servers are stopped through ``hubs(name)``, the
     Hubs of that cluster (``jupyterhub.hubs[].cluster``). Reports read each cluster's rows of the
-    usage ledger in ``store`` as ``source`` says (:func:`bot.readers.usage_source`). Raises ClusterConfigError when a
-    cluster's kubeconfig context cannot be loaded."""
+    usage ledger in ``store`` as ``source`` says (:func:`bot.readers.usage_source`). With
+    ``watch`` each cluster's reader gets a watch cache of its big kinds (not started).
+    Raises ClusterConfigError when a cluster's kubeconfig context cannot be loaded."""
     if not settings.clusters:
         return ()
     k = settings.kubernetes
     parts = []
     for target in settings.cluster_targets():
         api = load_kube_config(target.kubeconfig, target.context)
+        cache = ClusterCache(api, page_size=k.page_size, timeout_seconds=k.timeout_seconds) if watch else None
         parts.append(ClusterParts(
             name=target.name,
-            cluster=KubernetesSource(api, page_size=k.page_size, timeout_seconds=k.timeout_seconds),
+            cluster=KubernetesSource(api, page_size=k.page_size, timeout_seconds=k.timeout_seconds, cache=cache),
             telemetry=telemetry_for(settings, target, store),
             writer=RoutingWriter(KubernetesWriter(api, timeout_seconds=k.timeout_seconds), hubs(target.name)),
             costs=cost_setup(settings, store, source, target),

@@ -28,6 +28,7 @@ from actions.sources.kubectl_dump import read_kubectl_dump
 from actions.sources.kubernetes import KubernetesSource, load_kube_config
 from actions.sources.ledger_usage import LedgerRollup
 from actions.sources.prometheus_kueue import KueueMetrics
+from actions.sources.watch_cache import ClusterCache
 from actions.store import Store
 from bot.chat import Chat
 from bot.chat.auto import AutoActions
@@ -80,18 +81,20 @@ def hub_writer(settings: Settings, cluster: str | None = None) -> HubWriter | No
     return HubWriter(clients)
 
 
-def cluster_access(settings: Settings, cluster_state: str | Path | None):
+def cluster_access(settings: Settings, cluster_state: str | Path | None, *, watch: bool = False):
     """(reader, writer): an in-memory cluster from a kubectl dump when ``cluster_state`` is
-    given (patches then change only that copy), else the live API server; JupyterHub servers go
-    to the configured Hubs either way."""
+    given (patches then change only that copy), else the live API server, with a watch cache of
+    its big kinds when ``watch`` (:func:`cluster_caches` finds it; not started); JupyterHub
+    servers go to the configured Hubs either way."""
     hubs = hub_writer(settings)
     if cluster_state:
         cluster = InMemoryCluster.from_kubectl_dump(read_kubectl_dump(cluster_state))
         return cluster, RoutingWriter(cluster, hubs)
     api = load_kube_config(settings.kubernetes.kubeconfig, settings.kubernetes.context)
     k = settings.kubernetes
+    cache = ClusterCache(api, page_size=k.page_size, timeout_seconds=k.timeout_seconds) if watch else None
     return (
-        KubernetesSource(api, page_size=k.page_size, timeout_seconds=k.timeout_seconds),
+        KubernetesSource(api, page_size=k.page_size, timeout_seconds=k.timeout_seconds, cache=cache),
         RoutingWriter(KubernetesWriter(api, timeout_seconds=k.timeout_seconds), hubs),
     )
 
@@ -105,6 +108,12 @@ def keep_alive_to_exit() -> None:
     at interpreter exit, which frees them only for the process to end. Exit still runs as usual
     (atexit, logging's flush, the database engine's disposal)."""
     gc.freeze()
+
+
+def cluster_caches(rt: Runtime) -> list[ClusterCache]:
+    """The watch caches of ``rt``'s clusters (built with ``watch=True``), to start and stop."""
+    readers = [p.cluster for p in rt.clusters] or [rt.cluster]
+    return [r.cache for r in readers if isinstance(r, KubernetesSource) and r.cache is not None]
 
 
 # --- the runtime -----------------------------------------------------------------------------------
@@ -121,19 +130,24 @@ def build_runtime(
     out: TextIO | None = None,
     migrate: bool = True,
     metrics: BotMetrics | None = None,
+    watch: bool = False,
 ) -> Runtime:
     """A Runtime for ``settings``; the store is migrated to the latest schema first. ``metrics``
-    (when given) records its sweeps, actions and API errors."""
+    (when given) records its sweeps, actions and API errors. ``watch`` (the long-running ``run``)
+    gives each live cluster a watch cache of its big kinds, started by the caller
+    (:func:`cluster_caches`)."""
     store = Store(settings.database_url)
     if migrate:
         store.migrate()
     # A dump or a recording stands for one cluster: `clusters:` is then not read.
-    several = () if cluster_state or telemetry_file else cluster_parts(settings, lambda name: hub_writer(settings, name), store)
+    several = () if cluster_state or telemetry_file else cluster_parts(
+        settings, lambda name: hub_writer(settings, name), store, watch=watch,
+    )
     if several:
         first = several[0]
         reader, writer, telemetry, costs = first.cluster, first.writer, first.telemetry, first.costs
     else:
-        reader, writer = cluster_access(settings, cluster_state)
+        reader, writer = cluster_access(settings, cluster_state, watch=watch)
         telemetry, costs = telemetry_source(settings, telemetry_file, store), cost_setup(settings, store)
     aws = settings.prices.aws
     k = settings.kubernetes
@@ -353,6 +367,7 @@ def slack_process(
         http=HttpOptions(threads=server.http_threads, backlog=server.backlog, max_body_bytes=server.max_body_bytes),
         pools=work.pools if work is not None else (),
         housekeeping=housekeeping(rt, s), housekeeping_seconds=server.housekeeping_seconds,
+        watches=cluster_caches(rt),
         **front,
     )
 
@@ -376,7 +391,7 @@ def build_slack_process(
     client = web_client(settings.slack_bot_token.get_secret_value(), settings.slack.base_url)
     rt = build_runtime(
         settings, chat=SlackChat(client, metrics), cluster_state=cluster_state, telemetry_file=telemetry_file,
-        group_members=UserGroups(client, metrics=metrics).members, clock=clock, metrics=metrics,
+        group_members=UserGroups(client, metrics=metrics).members, clock=clock, metrics=metrics, watch=True,
     )
     secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else ""
     work = slack_work(settings, metrics)
@@ -397,10 +412,11 @@ def serve(
     if chat == "console":
         if not settings.slack.default_channel:
             settings = settings.model_copy(update={"slack": settings.slack.model_copy(update={"default_channel": CONSOLE_CHANNEL})})
-        rt = build_runtime(settings, cluster_state=cluster_state, telemetry_file=telemetry_file,
+        rt = build_runtime(settings, cluster_state=cluster_state, telemetry_file=telemetry_file, watch=True,
                            metrics=BotMetrics(clusters=[t.name for t in settings.cluster_targets()]))
         keep_alive_to_exit()
         Proposals(rt).settle(rt.clock(), why="The bot restarted")
+        caches = [c.start() for c in cluster_caches(rt)]
         background = background_for(rt, settings)
         keeper = Periodic("housekeeping", settings.server.housekeeping_seconds, housekeeping(rt, settings)).start()
         try:
@@ -408,6 +424,8 @@ def serve(
         finally:
             keeper.stop()
             background.shutdown(wait=True)
+            for cache in caches:
+                cache.stop()
         return
 
     process = build_slack_process(settings, cluster_state=cluster_state, telemetry_file=telemetry_file)

@@ -38,10 +38,12 @@ from actions.executors import KubernetesWriter
 from actions.lease import LeaseClient, LeaseRecord
 from actions.model import ActionVerb, GpuResize, ObjectRef, ProposedAction
 from actions.sources.kubernetes import KubernetesSource
+from actions.sources.watch_cache import ClusterCache
 from bot.cli import app as cli_app
 from bot.settings import Settings, load_settings
 from tests import workload_shapes as shapes
 from tests.fakes.kube_api import FakeKubeApi
+from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
@@ -278,7 +280,7 @@ def test_dry_run_is_read_only_by_settings_and_by_rbac(pod_settings, api_calls):
     assert settings.dry_run is True
     assert one("dry-run", "Deployment")["spec"]["replicas"] == 1
     granted = {v for role in bound_roles("dry-run") for rule in role["rules"] for v in rule["verbs"]}
-    assert granted <= {"list", "get"}
+    assert granted <= {"list", "watch", "get"}
     # Reading one object is what an executor does before patching: never granted on what it patches.
     patched = {(c.group, c.resource) for c in api_calls["writes"] if c.verb == "patch"}
     assert patched >= {("apps", "statefulsets"), ("ray.io", "rayclusters"), ("serving.kserve.io", "inferenceservices")}
@@ -401,6 +403,11 @@ def api_calls() -> dict[str, set[Call]]:
         with FakeKubeApi.from_list_json(DUMP.read_bytes(), kueue_versions=kueue) as fake:
             snapshot = KubernetesSource(fake.api_client(), page_size=2).snapshot(NOW)
             assert snapshot.workloads and snapshot.notebooks  # every reader really ran
+            # `run`'s watch cache: pods, nodes, and Workloads once a snapshot found Kueue.
+            cache = ClusterCache(fake.api_client(), page_size=2).start()
+            KubernetesSource(fake.api_client(), cache=cache).snapshot(NOW)
+            wait_for(lambda: cache.synced and "workloads" in cache.on_demand, "the watch cache to sync")
+            assert cache.stop()
             reads |= _recorded(fake)
     # Every owner kind the walk reads, every listed kind, and the queue positions.
     everything = json.loads(DUMP.read_bytes())["items"] + shapes.every_kind()
@@ -414,9 +421,15 @@ def api_calls() -> dict[str, set[Call]]:
         source.queue_positions(["gpu-cq"])
         reads |= _recorded(fake)
     with FakeKubeApi(everything) as fake:
-        # A fleet's walk lists an owner kind where it needs more than 100 of it: here, every kind.
+        # A fleet's walk lists an owner kind where it needs more than 100 of it: here, every kind;
+        # `run` then watches each.
         listed = KubernetesSource(fake.api_client(), page_size=2, owner_list_above=0).snapshot(NOW)
         assert {o.kind for o in listed.objects} == walked
+        cache = ClusterCache(fake.api_client(), page_size=2).start()
+        watched = KubernetesSource(fake.api_client(), page_size=2, owner_list_above=0, cache=cache)
+        watched.snapshot(NOW)
+        wait_for(lambda: cache.synced and len(cache.on_demand) > 1, "the watch cache to sync")
+        assert cache.stop()
         reads |= _recorded(fake)
     with FakeKubeApi(everything) as fake:
         writer = KubernetesWriter(fake.api_client())
@@ -550,6 +563,7 @@ def test_the_rbac_check_notices_a_missing_rule(api_calls):
         "get notebooks.kubeflow.org/llm-explore in ml-research",
         "list notebooks.kubeflow.org",
         "patch notebooks.kubeflow.org/llm-explore in ml-research",
+        "watch notebooks.kubeflow.org",
     ]
     assert unused(roles, calls) == ["ClusterRole/gpu-cost-bot: delete pods.core"]
 

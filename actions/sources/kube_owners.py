@@ -26,6 +26,8 @@ from actions.sources.jobobjects import OWNER_KINDS, decode_owner, decode_owner_p
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str, str]  # (namespace, kind, name)
+# (api_version, kind, plural) -> every object of the kind by key, or None when not at hand.
+Cached = Callable[[str, str, str], "dict[Key, KubeObject] | None"]
 
 # A level of the walk needing more owners of one kind than this lists the kind instead: 5,000
 # GETs cost the bot 5 s of CPU a sweep, a paged list of them a fraction of that.
@@ -37,16 +39,18 @@ class OwnerReader:
     """Walks the controller owners of GPU pods up through :data:`OWNER_KINDS`, reading each with
     GET. ``known`` holds the objects the snapshot has already (by namespace, kind, name) with
     their owner references, so the walk goes on through them without reading them again. A level
-    needing more than ``list_above`` owners of one kind lists that kind instead.
-    Needs RBAC ``get`` (and, for large fleets, ``list``) on each kind in :data:`OWNER_KINDS` that
-    the cluster serves."""
+    needing more than ``list_above`` owners of one kind lists that kind instead, or takes it from
+    ``cached(api_version, kind, plural)`` (a watch cache: ``None`` until synced; pods are never
+    taken from it). Needs RBAC ``get`` (and, for large fleets, ``list``) on each kind in
+    :data:`OWNER_KINDS` that the cluster serves."""
 
     def __init__(
         self, api_client: kubernetes.client.ApiClient, error: Callable[[str, int, str], Exception],
-        timeout_seconds: float = 10, list_above: int = LIST_ABOVE,
+        timeout_seconds: float = 10, list_above: int = LIST_ABOVE, cached: Cached | None = None,
     ):
         self._timeout = timeout_seconds
         self._list_above = list_above
+        self._cached = cached
         self._core = kubernetes.client.CoreV1Api(api_client)
         self._custom = kubernetes.client.CustomObjectsApi(api_client)
         self._error = error
@@ -131,6 +135,10 @@ class OwnerReader:
         (403) or the kind is not served (404): then each is read with GET."""
         group = api_group(api_version)
         served = OWNER_KINDS[(group, kind)]
+        if self._cached is not None and group:
+            cached = self._cached(api_version, kind, served.plural)
+            if cached is not None:
+                return cached
         version = api_version.split("/", 1)[1] if "/" in api_version else api_version
         out: dict[Key, KubeObject] = {}
         token = ""

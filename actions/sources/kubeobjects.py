@@ -33,6 +33,9 @@ from actions.model import (
 
 # Pods in these phases hold no GPU any more (the kubelet released their devices).
 _FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
+# The field selector of the pods the sources list and watch: filtering finished ones server-side
+# saves their bytes on the wire.
+LIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
 # Node labels naming the node's pool, in the order the bot trusts them.
 _NODEPOOL_LABELS = (

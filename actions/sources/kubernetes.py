@@ -28,19 +28,19 @@ from actions.model import (
     ClusterSnapshot,
     GpuPod,
     KubeObject,
+    Node,
     NodePool,
     PendingPosition,
     Tenant,
 )
-from actions.sources import jobobjects, kubeobjects, kueue_visibility
+from actions.sources import jobobjects, kubeobjects, kueue_visibility, watch_cache
 from actions.sources.kube_owners import LIST_ABOVE, OwnerReader
+from actions.sources.watch_cache import ClusterCache
 
 log = logging.getLogger(__name__)
 
 # Kueue versions this bot can read, most preferred first.
 SUPPORTED_KUEUE_VERSIONS = ("v1beta2", "v1beta1")
-# Pods in these phases hold no GPUs; filtering them server-side saves their bytes on the wire.
-_LIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
 T = TypeVar("T")
 
@@ -119,13 +119,16 @@ class KubernetesSource:
     :mod:`actions.sources.kube_owners`, lists a kind where a level needs more than
     ``owner_list_above`` of it; without ``list`` it reads them one GET each).
     Every request gives up after ``timeout_seconds`` (a ClusterReadError), so an API server that
-    hangs cannot hold a sweep or the re-check before an action. Raises ValueError for a
-    ``page_size`` under 1 or a ``timeout_seconds`` not above 0.
+    hangs cannot hold a sweep or the re-check before an action. With a started ``cache`` (what
+    ``run`` gives it) pods, nodes, StatefulSets, Deployments, Notebooks, Kueue Workloads and the
+    owner kinds the walk lists are read from the cache while it is synced, and listed as without
+    one while it is not. Raises ValueError for a ``page_size`` under 1 or a ``timeout_seconds``
+    not above 0.
     """
 
     def __init__(
         self, api_client: kubernetes.client.ApiClient, *, page_size: int = 500, timeout_seconds: float = 10,
-        owner_list_above: int = LIST_ABOVE,
+        owner_list_above: int = LIST_ABOVE, cache: ClusterCache | None = None,
     ):
         if page_size < 1:
             raise ValueError(f"page_size must be >= 1, got {page_size}")
@@ -137,7 +140,10 @@ class KubernetesSource:
         self._apps = kubernetes.client.AppsV1Api(api_client)
         self._custom = kubernetes.client.CustomObjectsApi(api_client)
         self._page_size = page_size
-        self._owners = OwnerReader(api_client, ClusterReadError, timeout_seconds, owner_list_above)
+        self._owners = OwnerReader(
+            api_client, ClusterReadError, timeout_seconds, owner_list_above, cached=cache.owners if cache else None,
+        )
+        self.cache = cache
 
     def snapshot(self, now: datetime) -> ClusterSnapshot:
         """The cluster as of ``now`` (the caller's clock; stored as ``taken_at``).
@@ -145,32 +151,21 @@ class KubernetesSource:
         Raises ClusterReadError naming the resource and HTTP status on any API error other than
         Kueue or Kubeflow not being installed, and ValueError on a malformed response body.
         """
-        tenants: list[Tenant] = []
-
-        def pod_page(body: bytes) -> tuple[list[GpuPod], str]:
-            gpu_pods, page_tenants, token = kubeobjects.decode_pods(body)
-            tenants.extend(page_tenants)
-            return gpu_pods, token
-
-        pods = self._pages(
-            "pods", lambda **kw: self._core.list_pod_for_all_namespaces(field_selector=_LIVE_PODS, **kw), pod_page
-        )
+        pods, tenants = self._pods()
         nodeclaims, nodepools = self._karpenter()
-        nodes = kubeobjects.with_tenants(
-            self._pages("nodes", self._core.list_node, kubeobjects.decode_node_page), tenants, nodeclaims
-        )
+        nodes = kubeobjects.with_tenants(self._nodes(), tenants, nodeclaims)
         namespaces = self._pages("namespaces", self._core.list_namespace, kubeobjects.decode_namespace_page)
-        statefulsets = self._pages(
+        statefulsets = self._cached(watch_cache.STATEFULSETS, lambda: self._pages(
             "statefulsets",
             self._apps.list_stateful_set_for_all_namespaces,
             lambda b: kubeobjects.decode_scalable_page(b, "StatefulSet"),
-        )
-        deployments = self._pages(
+        ))
+        deployments = self._cached(watch_cache.DEPLOYMENTS, lambda: self._pages(
             "deployments",
             self._apps.list_deployment_for_all_namespaces,
             lambda b: kubeobjects.decode_scalable_page(b, "Deployment"),
-        )
-        notebooks = self._notebooks()
+        ))
+        notebooks = self._cached(watch_cache.NOTEBOOKS, self._notebooks)
         listed: list[KubeObject] = []
         for (group, kind), served in jobobjects.LISTED_KINDS.items():
             listed += self._optional(
@@ -187,11 +182,13 @@ class KubernetesSource:
         queues: dict[str, list] = {"LocalQueue": [], "ClusterQueue": [], "ResourceFlavor": []}
         if workload_api_version is not None:
             version = workload_api_version.split("/", 1)[1]
-            workloads = self._pages(
-                f"workloads.{KUEUE_GROUP}/{version}",
-                lambda **kw: self._custom.list_cluster_custom_object(KUEUE_GROUP, version, "workloads", **kw),
-                lambda b: kubeobjects.decode_workload_page(b, workload_api_version),
-            )
+            workloads = self.cache.workloads_list(workload_api_version) if self.cache is not None else None
+            if workloads is None:
+                workloads = self._pages(
+                    f"workloads.{KUEUE_GROUP}/{version}",
+                    lambda **kw: self._custom.list_cluster_custom_object(KUEUE_GROUP, version, "workloads", **kw),
+                    lambda b: kubeobjects.decode_workload_page(b, workload_api_version),
+                )
             for kind, plural in jobobjects.QUEUE_PLURALS.items():
                 queues[kind] = self._pages(
                     f"{plural}.{KUEUE_GROUP}/{version}",
@@ -215,6 +212,39 @@ class KubernetesSource:
             resource_flavors=tuple(queues["ResourceFlavor"]),
             nodepools={p.name: p for p in nodepools},
         )
+
+    def _cached(self, kind: watch_cache.WatchedKind, listing: Callable[[], list[T]]) -> list[T]:
+        """``kind`` from the cache when it is synced (watched from the first ask), else listed."""
+        cached = self.cache.listed(kind) if self.cache is not None else None
+        return listing() if cached is None else cached
+
+    def _pods(self) -> tuple[list[GpuPod], list[Tenant]]:
+        """The live GPU pods and every node's tenants: from the cache when it is synced, else listed."""
+        cached = self.cache.gpu_pods_and_tenants() if self.cache is not None else None
+        if cached is not None:
+            return cached
+        if self.cache is not None:
+            log.info("the watch cache of pods is not synced; listing them (nothing is missed)")
+        tenants: list[Tenant] = []
+
+        def pod_page(body: bytes) -> tuple[list[GpuPod], str]:
+            gpu_pods, page_tenants, token = kubeobjects.decode_pods(body)
+            tenants.extend(page_tenants)
+            return gpu_pods, token
+
+        pods = self._pages(
+            "pods", lambda **kw: self._core.list_pod_for_all_namespaces(field_selector=kubeobjects.LIVE_PODS, **kw), pod_page
+        )
+        return pods, tenants
+
+    def _nodes(self) -> list[Node]:
+        """Every node: from the cache when it is synced, else listed."""
+        cached = self.cache.nodes_list() if self.cache is not None else None
+        if cached is not None:
+            return cached
+        if self.cache is not None:
+            log.info("the watch cache of nodes is not synced; listing them (nothing is missed)")
+        return self._pages("nodes", self._core.list_node, kubeobjects.decode_node_page)
 
     def _karpenter(self) -> tuple[dict[str, str], list[NodePool]]:
         """Karpenter's NodeClaims (node name -> NodeClaim) and NodePools; empty when Karpenter

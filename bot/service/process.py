@@ -163,7 +163,8 @@ class Process:
     the drain; ``host`` is where the HTTP servers bind, with ``http`` (threads, backlog, body
     limit). ``pools`` are the chat's worker pools, whose queued work a shutdown cancels;
     ``housekeeping()``, when given, runs every ``housekeeping_seconds`` from start to stop
-    (settling actions whose outcome is unknown, keeping messages in step).
+    (settling actions whose outcome is unknown, keeping messages in step). ``watches`` (each with
+    ``start()`` and ``stop(timeout)``: the clusters' watch caches) run from start to stop.
     """
 
     store: Store
@@ -182,6 +183,7 @@ class Process:
     pools: Sequence[WorkerPool] = ()
     housekeeping: Callable[[], object] | None = None
     housekeeping_seconds: float = 5.0
+    watches: Sequence[Any] = ()
 
     def __post_init__(self) -> None:
         connection = self.connection
@@ -220,6 +222,9 @@ class Process:
         if self.connection is not None:
             self.connection.connect()
             log.info("connected to %s", self.connection.name)
+        # Before the jobs: the first sweep lists for itself while the caches fill.
+        for watch in self.watches:
+            watch.start()
         self.scheduler = self.start_background()
         self.readiness.scheduler = self.scheduler
         if self.housekeeping is not None:
@@ -262,6 +267,8 @@ class Process:
             log.warning("the running scheduled job did not finish within %g s; stopping anyway", grace)
         if not all(_join(thread, deadline) for thread in cancelling):
             log.warning("telling the requesters of cancelled work took longer than %g s; stopping anyway", grace)
+        for watch in self.watches:
+            watch.stop(timeout=max(0.0, min(5.0, deadline - time.monotonic())))
         for server in self.servers:
             server.shutdown()
         log.info("stopped", extra={"settled": settled} if settled else None)

@@ -11,7 +11,16 @@ decoding) is exercised as in production. It holds objects in memory and serves:
   ``application/merge-patch+json`` (RFC 7386) and, for the flat fields tests use,
   ``application/strategic-merge-patch+json`` as the same; a ``metadata.resourceVersion`` in a
   patch or PUT is a precondition (409 Conflict when stale);
-- ``Status`` JSON errors (404 NotFound, 409 Conflict/AlreadyExists, 415, 400, injected ones).
+- ``Status`` JSON errors (404 NotFound, 409 Conflict/AlreadyExists, 415, 400, injected ones);
+- watches (``?watch=1&resourceVersion=RV``): every change since RV as ``WatchEvent`` JSON lines
+  over a chunked response (ADDED/MODIFIED/DELETED; an object leaving a field selector is DELETED,
+  one entering it ADDED), ``BOOKMARK`` events every ``bookmark_seconds`` and at the end when
+  ``allowWatchBookmarks=true``, closed after ``timeoutSeconds``; a watch from an RV older than
+  the last :meth:`FakeKubeApi.compact`, and every watch open at the time, gets an ``ERROR`` event
+  with a 410 ``Expired`` Status, as the API
+  server's watch cache answers (Kubernetes API concepts, "Efficient detection of changes" and
+  "Watch bookmarks"; apimachinery pkg/apis/meta/v1 watch.go ``WatchEvent``);
+  :meth:`FakeKubeApi.drop_watches` cuts the open ones mid-stream.
 
 Every request is recorded (method, path, query, parsed body, content type) for assertions.
 Resource types live in one table (``RESOURCE_TYPES``); serving a new type is one more entry there.
@@ -30,6 +39,7 @@ import bisect
 import copy
 import json
 import re
+import socket
 import sys
 import threading
 import time
@@ -37,7 +47,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 from urllib.parse import parse_qs, urlsplit
 
 import kubernetes.client
@@ -174,10 +184,27 @@ class _Route:
     name: str | None
 
 
+@dataclass(frozen=True)
+class _Change:
+    """One change for watchers: the object before (None when created) and after (None when deleted)."""
+
+    resource_version: int
+    key: tuple[str, str, str, str]
+    old: dict | None
+    new: dict | None
+
+
 @dataclass
 class _Store:
     objects: dict[tuple[str, str, str, str], dict] = field(default_factory=dict)
     resource_version: int = 1000
+    # Every change, oldest first; a watch from before ``oldest`` is told its version expired.
+    changes: list[_Change] = field(default_factory=list)
+    oldest: int = 0
+
+
+class _Dropped(Exception):
+    """The fake cuts a watch's connection without ending the response."""
 
 
 class FakeKubeApi:
@@ -208,6 +235,11 @@ class FakeKubeApi:
         self._by_kind = {(t.group, t.kind): t for t in RESOURCE_TYPES}
         self._store = _Store()
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._drops = 0
+        self._closing = False
+        # How often an idle watch that allows them gets a BOOKMARK (the API server: about a minute).
+        self.bookmark_seconds = 1.0
         self._requests: list[RecordedRequest] = []
         self._injected: list[_Injected] = []
         self._stalls: list[list] = []  # [method, path, seconds, times left, times]
@@ -237,6 +269,9 @@ class FakeKubeApi:
         return self
 
     def stop(self) -> None:
+        with self._lock:
+            self._closing = True
+            self._changed.notify_all()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -284,7 +319,40 @@ class FakeKubeApi:
             meta.setdefault("uid", str(uuid.uuid4()))
             meta.setdefault("creationTimestamp", _now())
             meta["resourceVersion"] = self._bump()
-            self._store.objects[self._key(rtype, meta.get("namespace", ""), meta["name"])] = stored
+            key = self._key(rtype, meta.get("namespace", ""), meta["name"])
+            self._record(key, self._store.objects.get(key), stored)
+            self._store.objects[key] = stored
+
+    def delete(self, kind: str, namespace: str, name: str, group: str = "") -> None:
+        """Remove the stored object, as a DELETE would; raises KeyError when there is none."""
+        rtype = self._by_kind[(group, kind)]
+        with self._lock:
+            key = self._key(rtype, namespace, name)
+            old = self._store.objects.pop(key)
+            self._bump()
+            self._record(key, old, None)
+
+    def compact(self) -> None:
+        """Forget the history of changes up to now, as etcd's compaction does: a watch from an
+        older resourceVersion is answered with a 410 Expired ERROR event, and so are the open ones
+        (as the API server's watch cache tells watchers it can no longer serve)."""
+        with self._lock:
+            self._bump()
+            self._store.oldest = self._store.resource_version
+            self._changed.notify_all()
+
+    def drop_watches(self) -> None:
+        """Cut every open watch's connection mid-stream (no final chunk), as a load balancer or a
+        restarting API server does."""
+        with self._lock:
+            self._drops += 1
+            self._changed.notify_all()
+
+    @property
+    def resource_version(self) -> str:
+        """The store's current resourceVersion."""
+        with self._lock:
+            return str(self._store.resource_version)
 
     def get(self, kind: str, namespace: str, name: str, group: str | None = None) -> dict | None:
         """A deep copy of the stored object (as stored: with its original apiVersion), or None."""
@@ -320,6 +388,11 @@ class FakeKubeApi:
         self._store.resource_version += 1
         return str(self._store.resource_version)
 
+    def _record(self, key: tuple[str, str, str, str], old: dict | None, new: dict | None) -> None:
+        """Log a change for the watchers (call with the lock held, after :meth:`_bump`)."""
+        self._store.changes.append(_Change(self._store.resource_version, key, old, new))
+        self._changed.notify_all()
+
     def handle(
         self,
         method: str,
@@ -328,7 +401,7 @@ class FakeKubeApi:
         content_type: str | None,
         authorization: str | None = None,
     ) -> tuple[int, dict]:
-        """Answer one request: ``(HTTP status, JSON body)``."""
+        """Answer one request: ``(HTTP status, JSON body)``, the body an iterator of events for a watch."""
         parts = urlsplit(raw_path)
         query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         with self._lock:
@@ -364,6 +437,8 @@ class FakeKubeApi:
             return self._pending_workloads(segments[2:], query)
         route = self._route(segments)
         if route.name is None:
+            if method == "GET" and query.get("watch") in ("1", "true"):
+                return self._watch(route, query)  # type: ignore[return-value] - a stream of events
             if method == "GET":
                 return self._list(route, query)
             if method == "POST":
@@ -377,7 +452,10 @@ class FakeKubeApi:
                 return self._replace(route, body)
             if method == "DELETE":
                 obj = self._find(route)
-                del self._store.objects[self._key(route.rtype, route.namespace or "", route.name)]
+                key = self._key(route.rtype, route.namespace or "", route.name)
+                del self._store.objects[key]
+                self._bump()
+                self._record(key, obj, None)
                 return self._present(route, obj)
         raise ApiError(
             405, "MethodNotAllowed", "the server does not allow this method on the requested resource"
@@ -557,6 +635,87 @@ class FakeKubeApi:
             "items": items,
         }
 
+    def _watch(self, route: _Route, query: dict) -> Iterator[dict]:
+        """The ``WatchEvent`` objects of a watch, as they happen (a generator: nothing runs, and
+        the lock is not held, until the handler iterates it). Raises _Dropped when
+        :meth:`drop_watches` cuts it."""
+        rtype, selector = route.rtype, query.get("fieldSelector", "")
+        _field_selector_matches(selector, {})  # a bad selector fails the request, not the stream
+        bookmarks = query.get("allowWatchBookmarks") in ("1", "true")
+        deadline = time.monotonic() + float(query.get("timeoutSeconds") or 1800)
+        since = query.get("resourceVersion") or "0"
+        changes = self._store.changes
+        drops, oldest = self._drops, self._store.oldest
+
+        def wanted(key: tuple[str, str, str, str]) -> bool:
+            return key[:2] == (rtype.group, rtype.plural) and route.namespace in (None, key[2])
+
+        def matches(obj: dict | None) -> bool:
+            return obj is not None and _field_selector_matches(selector, obj)
+
+        def bookmark(rv: int) -> dict:
+            return {"type": "BOOKMARK", "object": {
+                "kind": rtype.kind, "apiVersion": self._api_version(route), "metadata": {"resourceVersion": str(rv)}}}
+
+        def expired(rv: int) -> dict:
+            # k8s.io/apiserver storage errors: NewResourceExpired, a 410 Status with reason Expired.
+            message = f"too old resource version: {rv} ({self._store.oldest})"
+            return {"type": "ERROR", "object": ApiError(410, "Expired", message).status()}
+
+        def events() -> Iterator[dict]:
+            # Events are worked out under the lock and yielded outside it: a slow client must not
+            # hold up the fake.
+            with self._lock:
+                if since == "0":  # "any": the current state as ADDED events first
+                    first = [{"type": "ADDED", "object": self._present(route, o)}
+                             for k, o in sorted(self._store.objects.items()) if wanted(k) and matches(o)]
+                    position = len(changes)
+                elif not since.isdigit():
+                    first = [{"type": "ERROR", "object": ApiError(400, "BadRequest", f"invalid resourceVersion {since!r}").status()}]
+                elif int(since) < self._store.oldest:
+                    first = [expired(int(since))]
+                else:
+                    first, position = [], bisect.bisect_right([c.resource_version for c in changes], int(since))
+            yield from first
+            if first and first[-1]["type"] == "ERROR":
+                return
+            last_bookmark = time.monotonic()
+            while True:
+                with self._lock:
+                    while (position == len(changes) and self._drops == drops and self._store.oldest == oldest
+                           and not self._closing):
+                        now = time.monotonic()
+                        wait = deadline - now
+                        if bookmarks:
+                            wait = min(wait, last_bookmark + self.bookmark_seconds - now)
+                        if wait <= 0:
+                            break
+                        self._changed.wait(wait)
+                    if self._drops != drops:
+                        raise _Dropped()
+                    gone = expired(int(since) if since != "0" else 0) if self._store.oldest != oldest else None
+                    batch, position, rv_now = changes[position:], len(changes), self._store.resource_version
+                if gone is not None:
+                    yield gone
+                    return
+                for change in batch:
+                    if not wanted(change.key):
+                        continue
+                    was, now_ = matches(change.old), matches(change.new)
+                    if now_:
+                        yield {"type": "MODIFIED" if was else "ADDED", "object": self._present(route, change.new)}
+                    elif was:
+                        # Gone, or out of the selector: the last state it had in the watch's view.
+                        yield {"type": "DELETED", "object": self._present(route, change.new or change.old)}
+                finished = self._closing or time.monotonic() >= deadline
+                if bookmarks and (finished or time.monotonic() >= last_bookmark + self.bookmark_seconds):
+                    yield bookmark(rv_now)
+                    last_bookmark = time.monotonic()
+                if finished:
+                    return
+
+        return events()
+
     def _store_updated(self, route: _Route, old: dict, new: dict) -> dict:
         meta = new.setdefault("metadata", {})
         for k in ("name", "namespace", "uid", "creationTimestamp"):
@@ -566,7 +725,9 @@ class FakeKubeApi:
             meta["generation"] = old["metadata"]["generation"] + 1
         meta["resourceVersion"] = self._bump()
         new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
-        self._store.objects[self._key(route.rtype, route.namespace or "", route.name or "")] = new
+        key = self._key(route.rtype, route.namespace or "", route.name or "")
+        self._record(key, old, new)
+        self._store.objects[key] = new
         return self._present(route, new)
 
     def _check_micro_times(self, route: _Route, obj: dict) -> None:
@@ -629,6 +790,7 @@ class FakeKubeApi:
         if route.namespace:
             meta["namespace"] = route.namespace
         meta.update(uid=str(uuid.uuid4()), creationTimestamp=_now(), resourceVersion=self._bump())
+        self._record(key, None, obj)
         self._store.objects[key] = obj
         return self._present(route, obj)
 
@@ -669,12 +831,36 @@ class _Handler(BaseHTTPRequestHandler):
         status, payload = self.fake.handle(
             self.command, self.path, body, content_type, self.headers.get("Authorization")
         )
+        if not isinstance(payload, dict):
+            self._stream(payload)
+            return
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def _stream(self, events: Iterator[dict]) -> None:
+        """A watch: one JSON line a chunk, as the API server flushes each event."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for event in events:
+                line = json.dumps(event).encode() + b"\n"
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        except _Dropped:
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        except (BrokenPipeError, ConnectionResetError):  # the client went away
+            self.close_connection = True
 
     do_GET = do_PATCH = do_PUT = do_POST = do_DELETE = _serve
 
