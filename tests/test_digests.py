@@ -419,7 +419,7 @@ def sqlite_store(sqlite_url: str) -> Iterator[Store]:
     s.close()
 
 
-def test_digests_over_real_usage_price_chart_and_post(usage_prometheus, sqlite_store, fake):
+def test_digests_over_real_usage_price_chart_and_post(usage_prometheus, sqlite_store, fake):  # noqa: F811
     """Saturday 00:00 UTC digests of the week Nov 14-21 from the cost engine's fleet: research's
     notebook held one H100 all week, idle 9 of every 12 five-minute samples ($6.88 per GPU-hour,
     the configured p5.48xlarge rate); vision ran nothing that week; platform's node lacks its
