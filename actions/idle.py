@@ -99,6 +99,12 @@ def judge_gpu(g: GpuTelemetry, policy: Policy) -> GpuEvidence:
     )
 
 
+def _not_idle(g: GpuTelemetry, policy: Policy) -> bool:
+    """True when :func:`judge_gpu` would not say ``idle`` on its first checks alone (too few
+    samples, no activity signal, activity over the threshold), without building its evidence."""
+    return g.coverage < policy.min_coverage or g.peak_engine_pct is None or g.peak_engine_pct > policy.engine_idle_pct
+
+
 def opted_out(annotations: dict[str, str], policy: Policy, now: datetime) -> bool:
     """True when the opt-out annotation holds an RFC 3339 time later than ``now``.
 
@@ -217,6 +223,9 @@ def detect_idle(
             gpus = gpus_of(pol, p.namespace, p.name)
             if gpus is None or len(gpus) < p.gpus:
                 complete = False  # a GPU without telemetry is unknown, so the pod is too
+                break
+            if any(_not_idle(g, pol) for g in gpus):
+                complete = False  # most GPUs are busy: judged without building their evidence
                 break
             for g in gpus:
                 evidence.append(judge_gpu(g, pol))

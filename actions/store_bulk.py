@@ -52,6 +52,20 @@ def open_for_keys(store: Store, keys: Iterable[str]) -> dict[str, ActionRequest]
     return out
 
 
+def keys_in_state(store: Store, state: str) -> list[sa.Row]:
+    """``(id, key, kind, cluster)`` of every request in ``state``, oldest first (the order of
+    :meth:`Store.list_requests`): what a sweep needs to find the proposals its findings no longer
+    hold, without loading every request's finding. One SELECT."""
+    table = ActionRequest.__table__
+    query = (
+        sa.select(table.c.id, table.c.key, table.c.kind, table.c.cluster)
+        .where(table.c.state == state)
+        .order_by(table.c.created_at, table.c.id)
+    )
+    with store.engine.connect() as connection:
+        return list(connection.execute(query).all())
+
+
 def requests_by_id(store: Store, ids: Iterable[int]) -> dict[int, ActionRequest]:
     """:meth:`Store.get` for many ids: id -> request, ids of no request absent."""
     wanted = sorted(set(ids))

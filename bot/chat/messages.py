@@ -19,11 +19,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 from actions import store_bulk
 from actions.advice_request import RIGHT_SIZE
-from actions.model import finding_from_jsonable
+from actions.model import Finding, finding_from_jsonable
 from actions.store import ActionRequest
 from bot.chat import ChatError, Message, MessageRef
 from bot.chat.blocks.proposals import RequestStatus, proposal_message
@@ -50,14 +51,15 @@ BATCH = 40
 MAX_ROUNDS = 3
 
 
-def render(req: ActionRequest, now: datetime | None = None) -> Message:
+def render(req: ActionRequest, now: datetime | None = None, finding: Finding | None = None) -> Message:
     """The channel message for the request in its current state, with its metadata (``now``
-    counts down to the policy's action in mode auto)."""
+    counts down to the policy's action in mode auto). ``finding``: the one ``req.finding_json``
+    holds, when the caller has it already (a sweep that just wrote it), so it is not read back."""
     status = RequestStatus(
         id=req.id, state=req.state, dry_run=req.dry_run, expires_at=req.expires_at, until=req.until,
         decided_by=req.decided_by, decided_at=req.decided_at, note=req.note, act_at=req.act_at, now=now,
     )
-    finding = finding_from_jsonable(json.loads(req.finding_json))
+    finding = finding or finding_from_jsonable(json.loads(req.finding_json))
     if finding.kind == RIGHT_SIZE:
         message = right_size_message(finding, status)
     else:
@@ -107,11 +109,14 @@ class MessageSync:
         current = self.rt.store.get(req.id)
         return True if current is None or current.version == req.version else None
 
-    def sync_many(self, request_ids: list[int], now: datetime) -> int:
+    def sync_many(self, request_ids: list[int], now: datetime, findings: Mapping[str, Finding] | None = None) -> int:
         """:meth:`sync` for many requests (a sweep's), the store's side batched: the holds are
         taken and the shown versions recorded for :data:`BATCH` messages at a time. A first
         post, a failed write and a request changed while written go through :meth:`sync`.
-        Returns how many messages show their request now. Raises what the store raises."""
+        ``findings``: finding JSON (as stored in ``finding_json``) -> that finding, for the ones
+        the caller has at hand. Returns how many messages show their request now. Raises what
+        the store raises."""
+        findings = findings or {}
         done = 0
         store = self.rt.store
         for start in range(0, len(request_ids), BATCH):
@@ -129,10 +134,10 @@ class MessageSync:
                     continue
                 try:
                     if req.id in first:
-                        ref = self.rt.chat.post(first[req.id], render(req, now))
+                        ref = self.rt.chat.post(first[req.id], render(req, now, findings.get(req.finding_json)))
                         posted.append((req.id, req.version, ref.channel, ref.ts))
                     else:
-                        self.rt.chat.update(MessageRef(req.channel, req.message_ts), render(req, now))
+                        self.rt.chat.update(MessageRef(req.channel, req.message_ts), render(req, now, findings.get(req.finding_json)))
                         shown.append((req.id, req.version))
                 except ChatError as e:
                     self._failed(req, now, e)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from datetime import datetime, timedelta
 
 from actions import store_bulk
@@ -135,11 +135,12 @@ class Proposals:
         except Exception as e:  # noqa: BLE001 - the message is desired state; the next round writes it
             log.warning("request %s: message left for the next round: %s", req.id, e)
 
-    def refresh_messages(self, request_ids: list[int], now: datetime) -> None:
+    def refresh_messages(self, request_ids: list[int], now: datetime, findings: Mapping[str, Finding] | None = None) -> None:
         """:meth:`refresh_message` for many requests, their store reads and writes batched
-        (:meth:`~bot.chat.messages.MessageSync.sync_many`)."""
+        (:meth:`~bot.chat.messages.MessageSync.sync_many`, which takes ``findings``: finding
+        JSON -> that finding, so what was just written is not parsed back)."""
         try:
-            self.messages.sync_many(request_ids, now)
+            self.messages.sync_many(request_ids, now, findings)
         except Exception as e:  # noqa: BLE001 - the messages are desired state; the next round writes them
             log.warning("%d request message(s) left for the next round: %s", len(request_ids), e)
 
@@ -158,8 +159,8 @@ class Proposals:
         """
         store = self.rt.store
 
-        def unseen(req: ActionRequest) -> bool:
-            return bool(unreachable) and self.rt.cluster_of(req.cluster) in unreachable
+        def unseen(cluster: str) -> bool:
+            return bool(unreachable) and self.rt.cluster_of(cluster) in unreachable
 
         # A replica that died mid-action left its request behind; settle it before proposing.
         self.settle(now)
@@ -167,7 +168,7 @@ class Proposals:
         by_key = {f.key: f for f in findings}
 
         for req in store.due_for_expiry(now):
-            if unseen(req):
+            if unseen(req.cluster):
                 continue
             ttl_seconds = finding_of(req).handling.request_ttl_seconds
             done = store.transition(
@@ -179,7 +180,7 @@ class Proposals:
                 self.refresh_message(done, now)
 
         for req in store.due_to_wake(now):
-            if unseen(req):
+            if unseen(req.cluster):
                 continue
             # A snoozed right-sizing is asked again as it was (Approve re-checks it); an exempt or
             # denied one only when the advice changes: the advice job proposes it (propose_advice).
@@ -206,8 +207,8 @@ class Proposals:
             if done:
                 self.refresh_message(done, now)
 
-        for req in store.list_requests(states=["proposed"]):
-            if req.key not in by_key and not unseen(req) and req.kind != RIGHT_SIZE:
+        for req in store_bulk.keys_in_state(store, "proposed"):
+            if req.key not in by_key and not unseen(req.cluster) and req.kind != RIGHT_SIZE:
                 done = store.transition(
                     req.id, from_states=["proposed"], to_state="superseded", now=now, actor=SYSTEM,
                     event="superseded", note=f"No longer idle at {short_time(now)}.",
@@ -218,11 +219,14 @@ class Proposals:
 
         # One lookup, one insert and one update for all findings: a large fleet has hundreds.
         held = store_bulk.open_for_keys(store, by_key)
+        # Each finding as stored, and back: its message is rendered from the finding itself.
+        written = {json.dumps(to_jsonable(f)): f for f in by_key.values()}
+        as_json = {f.key: text for text, f in written.items()}
         new = [
             new_request(
                 key=f.key, team=f.team, kind=f.kind, namespace=f.namespace, name=f.name,
                 verb=f.action.verb.value if f.action else "", target=f.action.target if f.action else None,
-                finding_json=json.dumps(to_jsonable(f)), usd_per_hour=f.usd_per_hour, gpus=f.gpus,
+                finding_json=as_json[f.key], usd_per_hour=f.usd_per_hour, gpus=f.gpus,
                 dry_run=self.rt.dry_run, now=now, ttl_seconds=f.handling.request_ttl_seconds, act_at=act_at_for(f, now),
                 cluster=f.cluster,
             )
@@ -233,7 +237,7 @@ class Proposals:
             req = held.get(f.key)
             if req is not None and req.state in ("proposed", "done", "snoozed", "exempt", "denied"):
                 # Refresh the evidence and the dollars; the message shows how long it has been idle.
-                fields = {"finding_json": json.dumps(to_jsonable(f)), "usd_per_hour": f.usd_per_hour}
+                fields = {"finding_json": as_json[f.key], "usd_per_hour": f.usd_per_hour}
                 if req.state == "proposed" and (req.act_at is None) != (act_at_for(f, now) is None):
                     # The team's mode changed: a countdown starts now, or stops.
                     fields["act_at"] = act_at_for(f, now)
@@ -242,7 +246,7 @@ class Proposals:
         updated = store_bulk.update_requests(store, changes, now=now, actor=SYSTEM, event="updated")
         counts["proposed"] += len(created)
         counts["updated"] += len(updated)
-        self.refresh_messages(created + updated, now)
+        self.refresh_messages(created + updated, now, written)
         return counts
 
     def propose_advice(self, recs: Collection[Recommendation], now: datetime, window_seconds: float) -> list[int]:
