@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from actions.memo import memoized
 from actions.model import (
     JUPYTER_SERVER_API_VERSION,
     JUPYTER_SERVER_KIND,
@@ -145,10 +146,18 @@ def _kueue(pod: GpuPod, chain: list[Link], wl: Workload) -> Consumer:
             "so there is no exact Restore; stop them by hand",
             api="v1" if kind == "Pod" else "", workload=wl, annotations=_annotations(pod, wl),
         )
+    top = chain[-1].obj if chain else None
+    if ns != wl.namespace:  # found by its job's uid: answered as found, not kept
+        return _deactivate(wl, top, ns)
+    return memoized(wl, "_consumer", lambda: _deactivate(wl, top, ns), top)
+
+
+def _deactivate(wl: Workload, top: KubeObject | ScalableOwner | None, ns: str) -> Consumer:
+    """A job under Kueue in namespace ``ns``: its Workload deactivated (``top``: the top of its
+    pods' owner chain)."""
     job = next((o for o in wl.owners if o.controller), None) or (wl.owners[0] if wl.owners else None)
     kind, name = (job.kind, job.name) if job else ("Workload", wl.name)
     target = ObjectRef(wl.api_version, "Workload", ns, wl.name)
-    top = chain[-1].obj if chain else None
     return Consumer(
         "idle-workload", kind, ns, name,
         ProposedAction(
@@ -244,6 +253,10 @@ def running_consumers(
 
 
 def _notebook(nb: KubeObject) -> Consumer | None:
+    return memoized(nb, "_consumer", lambda: _notebook_consumer(nb))
+
+
+def _notebook_consumer(nb: KubeObject) -> Consumer | None:
     if "kubeflow-resource-stopped" in nb.annotations:
         return None
     ns = nb.namespace

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
+from actions.memo import memoized
 from actions.model import (
     NOTEBOOK_API_VERSION,
     ClusterSnapshot,
@@ -78,9 +79,10 @@ class OwnerIndex:
         for o in snapshot.objects:
             self.objects[(o.namespace, o.kind, o.name)] = o
         for nb in snapshot.notebooks:
-            self.objects[(nb.namespace, "Notebook", nb.name)] = KubeObject(
+            # The same object every sweep the Notebook is unchanged: what is derived from it is kept.
+            self.objects[(nb.namespace, "Notebook", nb.name)] = memoized(nb, "_as_object", lambda nb=nb: KubeObject(
                 NOTEBOOK_API_VERSION, "Notebook", nb.namespace, nb.name, labels=nb.labels, annotations=nb.annotations
-            )
+            ))
         self.scalables: dict[tuple[str, str, str], ScalableOwner] = {
             (s.namespace, s.kind, s.name): s for s in (*snapshot.statefulsets, *snapshot.deployments)
         }
