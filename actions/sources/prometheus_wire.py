@@ -31,11 +31,13 @@ def _types(labels: tuple[str, ...], optional: tuple[str, ...]) -> tuple[type, ty
     """The envelope types of an instant vector and a range matrix whose metrics keep
     ``labels`` (default "") and ``optional`` (default None)."""
     fields: list[Any] = [(name, str, "") for name in labels] + [(name, str | None, None) for name in optional]
-    metric = msgspec.defstruct("Metric", fields, frozen=True)
+    # gc=False: records of strings and numbers make no cycles, and 10,000 of them tracked would
+    # make the collector walk them (and a running bot's whole heap) again and again.
+    metric = msgspec.defstruct("Metric", fields, frozen=True, gc=False)
     out = []
     for kind, value_field in (("Vector", ("value", tuple[float, str])),
                               ("Matrix", ("values", list[tuple[float, str]]))):
-        sample = msgspec.defstruct(f"{kind}Sample", [("metric", metric), value_field])
+        sample = msgspec.defstruct(f"{kind}Sample", [("metric", metric), value_field], gc=False)
         data = msgspec.defstruct(f"{kind}Data", [("resultType", str), ("result", list[sample])])
         out.append(msgspec.defstruct(f"{kind}Answer", [
             ("status", str), ("data", data | None, None), ("errorType", str, ""), ("error", str, ""),
