@@ -274,6 +274,15 @@ def assemble_snapshot(
             entry["first_sample"] = seen.first_sample
 
     gpus = []
+    # Lookback answers are steps, shared by many GPUs: one datetime per distinct time.
+    times: dict[float | None, datetime | None] = {None: None}
+
+    def when(unix: float | None) -> datetime | None:
+        t = times.get(unix, times)
+        if t is times:
+            t = times[unix] = _time(unix)
+        return t  # type: ignore[return-value]
+
     for key, e in by_key.items():
         uuid, index, instance, profile, host, model, namespace, pod = key
         gpu = uuid or f"{host}/{index}"
@@ -288,8 +297,8 @@ def assemble_snapshot(
                 mean_power_w=e.get("mean_power"),
                 coverage=e.get("coverage") or 0.0,
                 node=host or None,
-                last_active=_time(e.get("last_active")),
-                first_sample=_time(e.get("first_sample")),
+                last_active=when(e.get("last_active")),
+                first_sample=when(e.get("first_sample")),
                 mig_profile=profile or None,
                 power_limit_w=e.get("power_limit"),
             )
@@ -479,13 +488,15 @@ class ActivityStateStore(Protocol):
 
 def _seen(results: Mapping[str, list[Any]], base: Mapping[Key, Seen] | None = None) -> dict[Key, Seen]:
     """The :func:`lookback_queries` results per telemetry key, over what ``base`` holds."""
-    values: dict[Key, dict[str, float | None]] = {
-        key: {"first_sample": s.first_sample, "last_sample": s.last_sample} for key, s in (base or {}).items()
-    }
-    for name in ("first_sample", "last_sample", "last_active"):
+    values = {key: [s.first_sample, s.last_sample, None] for key, s in (base or {}).items()}
+    for field, name in enumerate(("first_sample", "last_sample", "last_active")):
         for sample in results.get(name, ()):
-            values.setdefault(_key(sample.metric), {})[name] = _value(sample)
-    return {key: Seen(**v) for key, v in values.items()}
+            key = _key(sample.metric)
+            v = values.get(key)
+            if v is None:
+                v = values[key] = [None, None, None]
+            v[field] = _value(sample)
+    return {key: Seen(*v) for key, v in values.items()}
 
 
 def _seen_in(presence: Presence, lo: int, hi: int, every: int, step: float) -> dict[Key, Seen]:
