@@ -1,8 +1,10 @@
 """Prometheus's answers decoded from their bytes (actions.sources.prometheus_wire) read the same as
 the standard library's json.loads of the same bytes, on a real Prometheus's answers.
 
-The envelope is the Prometheus HTTP API's ("Format overview", prometheus/docs querying/api.md):
-``{"status": "success" | "error", "data": ..., "errorType": ..., "error": ..., "warnings": [...]}``,
+The envelope is the Prometheus HTTP API's ("HTTP API", "Format overview", docs/querying/api.md in
+prometheus/prometheus): ``{"status": "success" | "error", "data": ..., "errorType": ..., "error":
+..., "warnings": [...], "infos": [...]}`` (errors come with 400, 422 or 503 from Prometheus, and
+some compatible backends word them in a 200),
 an instant query's ``data`` ``{"resultType": "vector", "result": [{"metric": {...}, "value":
 [t, "v"]}]}`` and a range query's ``{"resultType": "matrix", "result": [{"metric": {...},
 "values": [[t, "v"], ...]}]}``.
@@ -108,6 +110,7 @@ class _Fixed(BaseHTTPRequestHandler):
     an error in the envelope alone."""
 
     def do_GET(self) -> None:
+        self.server.seen.append((self.path, dict(self.headers)))  # type: ignore[attr-defined]
         body = self.server.body  # type: ignore[attr-defined]
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -119,6 +122,30 @@ class _Fixed(BaseHTTPRequestHandler):
         pass
 
 
+def _serving(body: bytes) -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Fixed)
+    server.body, server.seen = body, []  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_every_query_carries_the_configured_headers() -> None:
+    server = _serving(b'{"status":"success","data":{"resultType":"vector","result":[]}}')
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        headers = {"Authorization": "Bearer t0ken", "X-Scope-OrgID": "gpu"}
+        assert PrometheusTelemetry(url, headers).fetch(SWEEP_AT, POLICY).gpus == ()
+        seen = server.seen  # type: ignore[attr-defined]
+        assert len(seen) == len(telemetry_queries(POLICY))
+        for path, got in seen:
+            assert path.startswith("/api/v1/query?")
+            assert urllib.parse.parse_qs(path.split("?", 1)[1])["time"] == [str(SWEEP_AT.timestamp())]
+            assert (got["Authorization"], got["X-Scope-OrgID"]) == ("Bearer t0ken", "gpu")
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @pytest.mark.parametrize("body, says", [
     (b'{"status":"error","errorType":"execution","error":"query processing would load too many samples"}',
      "answered the peak_engine query with an error (execution: query processing would load too many samples)"),
@@ -127,9 +154,7 @@ class _Fixed(BaseHTTPRequestHandler):
     (b"<html>proxy login</html>", "answered the peak_engine query with something that is not Prometheus's JSON API"),
 ])
 def test_an_error_in_a_200_answer_raises_telemetry_error(body: bytes, says: str) -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Fixed)
-    server.body = body  # type: ignore[attr-defined]
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = _serving(body)
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}"
         with pytest.raises(TelemetryError) as err:

@@ -246,7 +246,8 @@ def assemble_snapshot(
     lookback: Mapping[Key, Seen] | None = None, coverage: Mapping[Key, float] | None = None,
 ) -> TelemetrySnapshot:
     """Join the per-query results (``data.result`` lists as :meth:`PrometheusApi.vector` decodes
-    them, keyed by the names of ``telemetry_queries``) into one GpuTelemetry per (GPU, namespace, pod), sorted by node, GPU.
+    them, keyed by the names of ``telemetry_queries``) into one GpuTelemetry per (GPU, namespace,
+    pod), sorted by node, GPU.
     ``lookback`` (the answers kept in a state store, unix seconds) gives ``last_active`` and
     ``first_sample``, and ``coverage`` (ratio 0-1) the coverage, instead of the results of
     those names.
