@@ -17,7 +17,8 @@ import msgspec
 
 
 class ApiError(ValueError):
-    """A 200 answer whose ``status`` is not ``success``: ``error_type`` and ``error`` as
+    """An answer whose ``status`` is not ``success`` (Prometheus sends them with 400, 422 or 503,
+    some compatible backends with 200): ``error_type`` and ``error`` as
     Prometheus words them (``errorType``, ``error``)."""
 
     def __init__(self, error_type: str, error: str):
