@@ -91,7 +91,8 @@ def test_a_range_answer_decodes_as_json_loads_reads_it(fleet_prometheus: str) ->
 def test_warnings_are_read_past_and_the_result_kept(fleet_prometheus: str) -> None:  # noqa: F811
     q = telemetry_queries(POLICY)["peak_engine"]
     answer = json.loads(_raw(fleet_prometheus, "query", query=q, time=SWEEP_AT.timestamp()))
-    warned = json.dumps({**answer, "warnings": ["PromQL info: metric might not be a counter"], "infos": ["x"]})
+    warned = json.dumps({**answer, "warnings": ["partial response: a store did not answer"],
+                         "infos": ["PromQL info: metric might not be a counter"]})
     assert prometheus_wire.result(warned.encode(), GROUP_LABELS, (SIGNAL_LABEL,)) == \
         prometheus_wire.result(json.dumps(answer).encode(), GROUP_LABELS, (SIGNAL_LABEL,))
 
