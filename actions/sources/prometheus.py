@@ -20,6 +20,7 @@ of steps instead of an hour and 7 days. Every dcgm-exporter label convention is 
 from __future__ import annotations
 
 import math
+import operator
 import re
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping, Protocol
@@ -33,6 +34,7 @@ from actions.activity import Key, Row, Seen, decode, encode, lookback_answers, m
 from actions.model import ENGINE_ACTIVE, GPU_UTIL, POWER_USAGE, GpuTelemetry, TelemetrySnapshot
 from actions.policy import Policy
 from actions.presence import Presence, advance, first_last, step_mask, step_range
+from actions.sources import prometheus_wire
 from actions.sources.promql_scope import matcher, scoped
 
 # Labels one GPU-per-pod result is grouped by. modelName and Hostname are constant per GPU; they
@@ -212,22 +214,26 @@ def presence_query() -> str:
     return _PRESENT
 
 
-def group_key(metric: Mapping[str, str]) -> Key:
-    """The telemetry key of a series set named by its own labels: the label conventions read as
-    one as ``label_replace`` does in :func:`_pod_labels` (a non-empty source label wins)."""
-    m = dict(metric)
-    for target, source in _LABEL_ALIASES:
-        if m.get(source):
-            m[target] = m[source]
-    return _key(m)
+# A decoded series' telemetry key (its GROUP_LABELS), and a presence series' set (its SOURCE_LABELS).
+_key = operator.attrgetter(*GROUP_LABELS)
+_source = operator.attrgetter(*SOURCE_LABELS)
+_GROUP_AT = tuple(SOURCE_LABELS.index(label) for label in GROUP_LABELS)
+_ALIAS_AT = tuple((GROUP_LABELS.index(target), SOURCE_LABELS.index(source)) for target, source in _LABEL_ALIASES)
 
 
-def _key(metric: Mapping[str, str]) -> Key:
-    return tuple(metric.get(label, "") for label in GROUP_LABELS)
+def group_key(source: tuple[str, ...]) -> Key:
+    """The telemetry key of a series set named by its own labels (values in the order of
+    ``SOURCE_LABELS``, "" when absent): the label conventions read as one as ``label_replace``
+    does in :func:`_pod_labels` (a non-empty source label wins)."""
+    key = [source[i] for i in _GROUP_AT]
+    for target, at in _ALIAS_AT:
+        if source[at]:
+            key[target] = source[at]
+    return tuple(key)
 
 
-def _value(sample: Mapping[str, Any]) -> float | None:
-    v = float(sample["value"][1])
+def _value(sample: Any) -> float | None:
+    v = float(sample.value[1])
     return None if math.isnan(v) else v
 
 
@@ -236,11 +242,12 @@ def _time(unix: float | None) -> datetime | None:
 
 
 def assemble_snapshot(
-    at: datetime, window_seconds: float, results: Mapping[str, list[Mapping[str, Any]]],
+    at: datetime, window_seconds: float, results: Mapping[str, list[Any]],
     lookback: Mapping[Key, Seen] | None = None, coverage: Mapping[Key, float] | None = None,
 ) -> TelemetrySnapshot:
-    """Join the per-query results (Prometheus ``data.result`` lists keyed by the names of
-    ``telemetry_queries``) into one GpuTelemetry per (GPU, namespace, pod), sorted by node, GPU.
+    """Join the per-query results (``data.result`` lists as :meth:`PrometheusApi.vector` decodes
+    them, keyed by the names of ``telemetry_queries``) into one GpuTelemetry per (GPU, namespace,
+    pod), sorted by node, GPU.
     ``lookback`` (the answers kept in a state store, unix seconds) gives ``last_active`` and
     ``first_sample``, and ``coverage`` (ratio 0-1) the coverage, instead of the results of
     those names.
@@ -250,12 +257,12 @@ def assemble_snapshot(
     """
     by_key: dict[Key, dict[str, Any]] = {}
     for name in QUERY_NAMES:
-        for sample in results.get(name, []):
-            metric = sample["metric"]
+        for sample in results.get(name, ()):
+            metric = sample.metric
             entry = by_key.setdefault(_key(metric), {})
             entry[name] = _value(sample)
             if name == "peak_engine":
-                entry["signal"] = metric.get(SIGNAL_LABEL)
+                entry["signal"] = metric.engine_signal
     for key, ratio in (coverage or {}).items():
         by_key.setdefault(key, {})["coverage"] = ratio
     for key, seen in (lookback or {}).items():
@@ -268,6 +275,15 @@ def assemble_snapshot(
             entry["first_sample"] = seen.first_sample
 
     gpus = []
+    # Lookback answers are steps, shared by many GPUs: one datetime per distinct time.
+    times: dict[float | None, datetime | None] = {None: None}
+
+    def when(unix: float | None) -> datetime | None:
+        t = times.get(unix, times)
+        if t is times:
+            t = times[unix] = _time(unix)
+        return t  # type: ignore[return-value]
+
     for key, e in by_key.items():
         uuid, index, instance, profile, host, model, namespace, pod = key
         gpu = uuid or f"{host}/{index}"
@@ -282,8 +298,8 @@ def assemble_snapshot(
                 mean_power_w=e.get("mean_power"),
                 coverage=e.get("coverage") or 0.0,
                 node=host or None,
-                last_active=_time(e.get("last_active")),
-                first_sample=_time(e.get("first_sample")),
+                last_active=when(e.get("last_active")),
+                first_sample=when(e.get("first_sample")),
                 mig_profile=profile or None,
                 power_limit_w=e.get("power_limit"),
             )
@@ -324,11 +340,15 @@ class PrometheusApi:
         self.scope = scope
         self._attempts = attempts
         self._timeout = timeout_seconds
+        self._headers = headers
+        # The client's session (its adapter mounted by it), which :meth:`vector`/:meth:`matrix` also use.
+        self._session = requests.Session()
+        self._session.verify = verify_tls
         # Retries belong to tenacity alone; urllib3's own would multiply with them.
         self._client = PrometheusConnect(
             url=self.url,
             headers=headers,
-            disable_ssl=not verify_tls,
+            session=self._session,
             # read=False: urllib3 then raises a read timeout as itself, not as a connection error.
             retry=Retry(total=0, read=False, raise_on_status=False),
             timeout=timeout_seconds,
@@ -349,6 +369,38 @@ class PrometheusApi:
         step = f"{step_seconds:g}s"
         promql = self._scoped(promql)
         return self._call(name, promql, lambda: self._client.custom_query_range(promql, start, end, step))
+
+    def vector(
+        self, name: str, promql: str, at: datetime, labels: tuple[str, ...], optional: tuple[str, ...] = (),
+    ) -> list[Any]:
+        """The ``result`` of an instant query at ``at`` as :meth:`instant`, decoded from the answer's
+        bytes (:func:`actions.sources.prometheus_wire.result`): samples with ``.value`` ``(t, "v")``
+        and ``.metric`` keeping only ``labels`` ("" when absent) and ``optional`` (None when
+        absent) as attributes. Raises as :meth:`instant`."""
+        if at.tzinfo is None:
+            raise ValueError(f"at={at!r} has no time zone; pass an aware UTC datetime")
+        promql = self._scoped(promql)
+        params = {"query": promql, "time": at.timestamp()}
+        return self._call(name, promql, lambda: self._get("query", params, labels, optional, matrix=False))
+
+    def matrix(
+        self, name: str, promql: str, start: datetime, end: datetime, step_seconds: float, labels: tuple[str, ...],
+    ) -> list[Any]:
+        """The ``result`` of a range query as :meth:`range`, decoded as :meth:`vector`: series with
+        ``.values`` ``[(t, "v"), ...]`` and ``.metric``. Raises as :meth:`instant`."""
+        promql = self._scoped(promql)
+        params = {"query": promql, "start": round(start.timestamp()), "end": round(end.timestamp()),
+                  "step": f"{step_seconds:g}s"}
+        return self._call(name, promql, lambda: self._get("query_range", params, labels, (), matrix=True))
+
+    def _get(self, path: str, params: dict, labels: tuple[str, ...], optional: tuple[str, ...], *, matrix: bool) -> list:
+        # As prometheus-api-client's custom_query sends it, but decoding the bytes with msgspec:
+        # requests' json() is most of the bot's CPU for a query of 10,000 series.
+        response = self._session.request("GET", f"{self.url}/api/v1/{path}", params=params, headers=self._headers,
+                                         timeout=self._timeout)
+        if response.status_code != 200:
+            raise PrometheusApiClientException(f"HTTP Status Code {response.status_code} ({response.content!r})")
+        return prometheus_wire.result(response.content, labels, optional, matrix=matrix)
 
     def _scoped(self, promql: str) -> str:
         return promql if self.scope is None else scoped(promql, *self.scope)
@@ -377,6 +429,10 @@ class PrometheusApi:
                 f"{'tried once' if self._attempts == 1 else f'tried {self._attempts} times'}): "
                 "check prometheus.url",
                 **where,
+            ) from e
+        except prometheus_wire.ApiError as e:
+            raise TelemetryError(
+                f"Prometheus at {self.url} answered the {name} query with an error ({e})", **where,
             ) from e
         except PrometheusApiClientException as e:
             status = _status(e)
@@ -431,15 +487,17 @@ class ActivityStateStore(Protocol):
         """Replace the rows merged from the state of ``read_as_of`` by ``rows`` known up to ``as_of``."""
 
 
-def _seen(results: Mapping[str, list[Mapping[str, Any]]], base: Mapping[Key, Seen] | None = None) -> dict[Key, Seen]:
+def _seen(results: Mapping[str, list[Any]], base: Mapping[Key, Seen] | None = None) -> dict[Key, Seen]:
     """The :func:`lookback_queries` results per telemetry key, over what ``base`` holds."""
-    values: dict[Key, dict[str, float | None]] = {
-        key: {"first_sample": s.first_sample, "last_sample": s.last_sample} for key, s in (base or {}).items()
-    }
-    for name in ("first_sample", "last_sample", "last_active"):
-        for sample in results.get(name, []):
-            values.setdefault(_key(sample["metric"]), {})[name] = _value(sample)
-    return {key: Seen(**v) for key, v in values.items()}
+    values = {key: [s.first_sample, s.last_sample, None] for key, s in (base or {}).items()}
+    for field, name in enumerate(("first_sample", "last_sample", "last_active")):
+        for sample in results.get(name, ()):
+            key = _key(sample.metric)
+            v = values.get(key)
+            if v is None:
+                v = values[key] = [None, None, None]
+            v[field] = _value(sample)
+    return {key: Seen(*v) for key, v in values.items()}
 
 
 def _seen_in(presence: Presence, lo: int, hi: int, every: int, step: float) -> dict[Key, Seen]:
@@ -452,7 +510,7 @@ def _seen_in(presence: Presence, lo: int, hi: int, every: int, step: float) -> d
         found = first_last(bits & mask, presence.base)
         if found is None:
             continue
-        key = group_key(dict(zip(SOURCE_LABELS, source)))
+        key = group_key(source)
         first, last = found[0] * step, found[1] * step
         s = out.get(key)
         out[key] = Seen(first, last) if s is None else Seen(min(first, s.first_sample), max(last, s.last_sample))
@@ -465,7 +523,7 @@ def _coverage(presence: Presence, policy: Policy) -> dict[Key, float]:
     steps = policy.window_seconds / policy.sample_step_seconds
     counts: dict[Key, int] = {}
     for source, bits in presence.bits.items():
-        key = group_key(dict(zip(SOURCE_LABELS, source)))
+        key = group_key(source)
         counts[key] = max(counts.get(key, 0), bits.bit_count())
     return {key: min(n / steps, 1.0) for key, n in counts.items()}
 
@@ -505,7 +563,7 @@ class PrometheusTelemetry:
         lookback = coverage = None
         if self.state is None:
             queries = telemetry_queries(policy)
-            results = {name: self.api.instant(name, q, at) for name, q in queries.items()}
+            results = {name: self._vector(name, q, at) for name, q in queries.items()}
         else:
             try:
                 presence = self._presence(at, policy)
@@ -515,13 +573,17 @@ class PrometheusTelemetry:
             whole = presence is not None and presence.base <= step_range(
                 at.timestamp() - policy.window_seconds, at.timestamp(), policy.sample_step_seconds)[0]
             queries = {name: q for name, q in window_queries(policy).items() if name != "coverage" or not whole}
-            results = {name: self.api.instant(name, q, at) for name, q in queries.items()}
+            results = {name: self._vector(name, q, at) for name, q in queries.items()}
             coverage = _coverage(presence, policy) if whole and presence is not None else None
             lookback = self._lookback(at, policy, presence)
         try:
             return assemble_snapshot(at, policy.window_seconds, results, lookback, coverage)
         except (KeyError, ValueError, TypeError, IndexError) as e:
             raise TelemetryError(f"Prometheus at {self.url} returned a malformed result: {e}") from e
+
+    def _vector(self, name: str, promql: str, at: datetime) -> list[Any]:
+        """An instant query's samples keyed by ``GROUP_LABELS`` (and the peak's signal label)."""
+        return self.api.vector(name, promql, at, GROUP_LABELS, (SIGNAL_LABEL,))
 
     def _presence(self, at: datetime, policy: Policy) -> Presence | None:
         """At which steps of the window ending at ``at`` each series set was seen, from the
@@ -541,11 +603,11 @@ class PrometheusTelemetry:
         start, end = (datetime.fromtimestamp(n * step, tz=timezone.utc) for n in (new_first, last))
         # A range query, not a subquery: its points are the steps as they are, with no arithmetic
         # at each step to pack them (which cost Prometheus more than the steps themselves).
-        for series in self.api.range("presence", presence_query(), start, end, step):
+        for series in self.api.matrix("presence", presence_query(), start, end, step, SOURCE_LABELS):
             bits = 0
-            for t, _ in series["values"]:
-                bits |= 1 << (round(float(t) / step) - new_first)
-            new[tuple(series["metric"].get(label, "") for label in SOURCE_LABELS)] = bits
+            for t, _ in series.values:
+                bits |= 1 << (round(t / step) - new_first)
+            new[_source(series.metric)] = bits
         presence = advance(known, first, last, new, new_first)
         self._windows[(policy.window_seconds, step)] = presence
         return presence
@@ -568,7 +630,7 @@ class PrometheusTelemetry:
                 seen = _seen_in(presence, lo, hi, int(every), policy.sample_step_seconds)
                 queries = {"last_active": queries["last_active"]}
         try:
-            new = _seen({name: self.api.instant(name, q, at) for name, q in queries.items()}, seen)
+            new = _seen({name: self._vector(name, q, at) for name, q in queries.items()}, seen)
         except (KeyError, ValueError, TypeError, IndexError) as e:
             raise TelemetryError(f"Prometheus at {self.url} returned a malformed result: {e}") from e
         known = decode(rows, as_of, step) if span is not None and as_of is not None else {}
