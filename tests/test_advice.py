@@ -257,6 +257,33 @@ def test_slash_gpu_advise_for_a_team_shows_each_advice_with_evidence_and_prices(
     assert "I know no team 'reserch'" in unknown and "research" in unknown and "/gpu advise research" in unknown
 
 
+def test_slash_gpu_advise_marks_advice_a_team_snoozed_or_exempted_and_still_shows_it(advice_prometheus, store):
+    """What Snooze and Exempt on a right-sizing request leave in the store (state and ``until``,
+    as ``Approvals.snooze``/``exempt`` write them): the answer still lists that advice, marked,
+    because the posts leave it out."""
+    from dataclasses import replace
+    from datetime import timedelta
+
+    from actions.advice_request import RIGHT_SIZE
+    from bot.chat.commands import CommandContext, dispatch
+
+    rt = replace(_runtime(advice_prometheus), store=store)
+    [mig] = [r for r in rt.advice(ADVISE_AT, team="research").recommendations if r.kind == "mig"]
+    req = store.create_request(
+        key=mig.key, team="research", kind=RIGHT_SIZE, namespace="ml-research", name="llm-explore",
+        verb=mig.action.verb, target=mig.action.target, finding_json="{}", usd_per_hour=1.0, gpus=1.0, dry_run=True,
+        now=ADVISE_AT, ttl_seconds=86400,
+    )
+    marked = "not posted to the channel until that ends"
+    assert marked not in _text(dispatch("advise research", CommandContext(user="U1", prices=rt.prices, rt=rt)))
+    store.transition(req.id, from_states=["proposed"], to_state="snoozed", now=ADVISE_AT, actor="U1",
+                     event="snoozed", until=ADVISE_AT + timedelta(hours=4))
+    text = _text(dispatch("advise research", CommandContext(user="U1", prices=rt.prices, rt=rt)))
+    assert "could save $59,439.77/month" in text  # still every piece of advice, the silenced one too
+    assert text.count(marked) == 1 and text.index(marked) > text.index("MIG 1g.10gb")
+    assert marked not in text[:text.index("MIG profile")]  # fewer GPUs and spot are not silenced
+
+
 def test_the_weekly_digest_gains_a_could_save_section_with_the_top_three_and_the_total(advice_prometheus, store):
     import io
 

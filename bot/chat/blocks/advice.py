@@ -4,7 +4,7 @@ the digest's "could save" section. Pure: recommendations in, :class:`~bot.chat.M
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Sequence
+from typing import Collection, Sequence
 
 from actions.advice_model import Recommendation
 from bot.chat import Message
@@ -22,8 +22,9 @@ def saving_text(r: Recommendation) -> str:
     return f"saves {usd(r.saving_usd_per_month)}/month"
 
 
-def recommendation_blocks(r: Recommendation) -> list[dict]:
-    """One recommendation: what to do and what it saves, the change, the evidence, the prices."""
+def recommendation_blocks(r: Recommendation, silenced: bool = False) -> list[dict]:
+    """One recommendation: what to do and what it saves, the change, the evidence, the prices;
+    ``silenced`` when its team snoozed or exempted it (it is then not posted to the channel)."""
     now = usd(r.current_usd_per_month)
     after = "" if r.advised_usd_per_month is None else f" → {usd(r.advised_usd_per_month)}"
     lines = [
@@ -34,6 +35,8 @@ def recommendation_blocks(r: Recommendation) -> list[dict]:
     prices = [f"{plain(p.capacity_type.value)} {plain(p.source)}" + (f", as of {plain(p.as_of)}" if p.as_of else "")
               for p in r.prices]
     notes = [plain(n) for n in r.notes]
+    if silenced:
+        notes.append("Snoozed or exempt from its request's buttons: not posted to the channel until that ends")
     if r.action is not None:
         # Which advice a button can carry out, so nobody hand-edits what an Approve would patch.
         notes.append("Apply: the team's approvers get a request with Approve/Deny (patches the pod template; "
@@ -41,9 +44,13 @@ def recommendation_blocks(r: Recommendation) -> list[dict]:
     return [section("\n".join(lines)), context("Prices: " + " | ".join(prices), *notes)]
 
 
-def advice_message(recs: Sequence[Recommendation], could_save: float, at: datetime, team: str | None = None) -> Message:
+def advice_message(
+    recs: Sequence[Recommendation], could_save: float, at: datetime, team: str | None = None,
+    silenced: Collection[str] = (),
+) -> Message:
     """The answer to ``/gpu advise [team]``: every recommendation, highest saving first, each
-    with its evidence and price sources, and what they would save together."""
+    with its evidence and price sources, and what they would save together; those whose key is
+    in ``silenced`` (snoozed or exempt) marked so."""
     scope = f" for team {team}" if team else ""
     if not recs:
         text = (f"No advice{scope} at {short_time(at)}: no consumer's GPUs are larger than its use, on-demand where "
@@ -52,7 +59,7 @@ def advice_message(recs: Sequence[Recommendation], could_save: float, at: dateti
     title = f"GPU advice{scope}: could save {usd(could_save)}/month"
     out: list[dict] = [header(title)]
     for r in recs[:MAX_SHOWN]:
-        out += recommendation_blocks(r)
+        out += recommendation_blocks(r, r.key in silenced)
     more = f" ({len(recs) - MAX_SHOWN} more not shown)" if len(recs) > MAX_SHOWN else ""
     out.append(context(
         f"{len(recs)} recommendation(s){more} at {short_time(at)}. A month is 730 h at the last window's rate; "

@@ -3,6 +3,7 @@ its evidence, its dollars a month and where the prices come from."""
 
 from __future__ import annotations
 
+from actions.advice_request import silenced
 from actions.sources.kubernetes import ClusterReadError
 from bot.chat import blocks
 from bot.chat.blocks.advice import advice_message
@@ -37,4 +38,7 @@ def handle(args: str, ctx: CommandContext) -> Reply:
     if team is not None and team not in rt.teams.teams and not result.usages:
         known = ", ".join(sorted(rt.teams.teams)) or "none configured"
         raise UsageError(f"I know no team {team!r} and no GPU pods of it are running (teams: {known}).", EXAMPLE)
-    return Reply(advice_message(result.recommendations, result.could_save_usd_per_month, now, team))
+    # Asked for, everything is shown; what a team silenced is marked, as the posts leave it out.
+    quiet = silenced(result.recommendations, rt.store.list_requests(states=["snoozed", "exempt"]), now) \
+        if rt.store is not None else set()
+    return Reply(advice_message(result.recommendations, result.could_save_usd_per_month, now, team, quiet))
