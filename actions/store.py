@@ -493,10 +493,9 @@ def _states(states: Iterable[str], what: str) -> list[str]:
 @dataclass(frozen=True)
 class NewRequest:
     """A checked, not yet stored proposal: ``values`` the row to insert (every column but
-    ``id``), ``arguments`` what :meth:`Store.create_request` takes to make it (without ``now``)."""
+    ``id``); :meth:`Store.add_request` stores it."""
 
     values: dict[str, Any]
-    arguments: dict[str, Any]
 
     @property
     def request(self) -> ActionRequest:
@@ -534,11 +533,6 @@ def new_request(
 ) -> NewRequest:
     """The request :meth:`Store.create_request` stores for these arguments (state ``proposed``,
     ``version`` 1, no id yet), checked as it checks them. Raises ValueError as it does."""
-    arguments = dict(
-        key=key, team=team, kind=kind, namespace=namespace, name=name, verb=verb, target=target,
-        finding_json=finding_json, usd_per_hour=usd_per_hour, gpus=gpus, dry_run=dry_run,
-        ttl_seconds=ttl_seconds, act_at=act_at, cluster=cluster,
-    )
     now = _utc(now)
     if not key:
         raise ValueError("key is empty")
@@ -586,7 +580,7 @@ def new_request(
         act_at=None if act_at is None else _utc(act_at, "act_at"),
         cluster=cluster,
     )
-    return NewRequest(values, arguments)
+    return NewRequest(values)
 
 
 # --- the store -------------------------------------------------------------------------------------
@@ -654,27 +648,13 @@ class Store:
     # -- requests --
 
     def create_request(
-        self,
-        *,
-        key: str,
-        team: str,
-        kind: str,
-        namespace: str,
-        name: str,
-        verb: ActionVerb | str,
-        target: ObjectRef | Sequence[str] | None,
-        finding_json: str,
-        usd_per_hour: float,
-        gpus: float,
-        dry_run: bool,
-        now: datetime,
-        ttl_seconds: float,
-        actor: str = SYSTEM_ACTOR,
-        detail: Mapping[str, Any] | None = None,
-        act_at: datetime | None = None,
-        cluster: str = "",
+        self, *, actor: str = SYSTEM_ACTOR, detail: Mapping[str, Any] | None = None, **fields: Any,
     ) -> ActionRequest:
-        """Record a new proposal in state ``proposed`` and audit it as ``proposed``.
+        """Record a new proposal in state ``proposed`` and audit it as ``proposed`` by ``actor``:
+        ``fields`` are :func:`new_request`'s keyword arguments (``key``, ``team``, ``kind``,
+        ``namespace``, ``name``, ``verb``, ``target``, ``finding_json``, ``usd_per_hour``,
+        ``gpus``, ``dry_run``, ``now``, ``ttl_seconds``, and optionally ``act_at`` and
+        ``cluster``), checked as it checks them.
 
         ``verb`` is an ``ActionVerb`` (or its value), or ``""`` for a report-only finding;
         ``target`` the object to act on as an ``ObjectRef`` or ``(api_version, kind, name)``, and
@@ -686,13 +666,17 @@ class Store:
         Raises DuplicateOpenRequest when ``key`` already has a request in an open state (checked by
         the database, so it holds across replicas); ValueError for an unknown verb, a missing
         target, ``ttl_seconds <= 0``, negative ``gpus``/``usd_per_hour`` or non-JSON
-        ``finding_json``.
+        ``finding_json``; TypeError for a missing or unknown field.
         """
-        request = new_request(
-            key=key, team=team, kind=kind, namespace=namespace, name=name, verb=verb, target=target,
-            finding_json=finding_json, usd_per_hour=usd_per_hour, gpus=gpus, dry_run=dry_run, now=now,
-            ttl_seconds=ttl_seconds, act_at=act_at, cluster=cluster,
-        ).request
+        return self.add_request(new_request(**fields), actor=actor, detail=detail)
+
+    def add_request(
+        self, new: NewRequest, *, actor: str = SYSTEM_ACTOR, detail: Mapping[str, Any] | None = None,
+    ) -> ActionRequest:
+        """Store ``new`` (made by :func:`new_request`) and audit it as ``proposed`` by ``actor``,
+        at its ``created_at``. Returns the stored request; raises DuplicateOpenRequest as
+        :meth:`create_request`."""
+        request = new.request
         now = request.created_at
         try:
             with self._session() as session, session.begin():
@@ -708,10 +692,10 @@ class Store:
                     )
                 )
         except IntegrityError:
-            existing = self.open_for_key(key)
+            existing = self.open_for_key(request.key)
             if existing is None and not self._has_open_key_index():
                 raise
-            raise DuplicateOpenRequest(key, existing.id if existing else None) from None
+            raise DuplicateOpenRequest(request.key, existing.id if existing else None) from None
         return request
 
     def get(self, request_id: int) -> ActionRequest | None:

@@ -125,7 +125,7 @@ def create_requests(store: Store, new: Sequence[NewRequest], now: datetime) -> l
         return made
     except IntegrityError:
         pass
-    return [store.create_request(**n.arguments, now=now).id for n in new]
+    return [store.add_request(n).id for n in new]
 
 
 def update_requests(
