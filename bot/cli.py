@@ -29,8 +29,7 @@ from actions.model import format_time, parse_time, to_jsonable, utc_now
 from bot.chat.failures import UNAVAILABLE, USAGE, explain
 from bot.cli_advise import advice_for_report, advise
 from bot.cli_ledger import describe_plan, ledger_app
-from bot.settings import Settings, load_settings
-from bot.settings.model import http_url
+from bot.cli_settings import cli_settings
 
 INCOMPLETE = 3
 """Exit code: answered, but the data was incomplete."""
@@ -69,18 +68,6 @@ def _explained(command: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-def _settings(config: Optional[Path], prometheus_url: Optional[str] = None) -> Settings:
-    """The settings of ``config`` (raises ConfigError), with ``--prometheus-url`` checked and
-    applied over them."""
-    s = load_settings(config)
-    if prometheus_url:
-        try:
-            s.prometheus.url = http_url(prometheus_url, "http://localhost:9090")
-        except ValueError as e:
-            raise typer.BadParameter(str(e), param_hint="--prometheus-url") from None
-    return s
-
-
 def _at(value: Optional[str]) -> datetime | None:
     if value is None:
         return None
@@ -112,7 +99,7 @@ def check(
 ) -> None:
     """Validate a config file and say precisely what is wrong; with --connect, say what each
     service holds."""
-    s = _settings(config)
+    s = cli_settings(config)
     problems = []
     if s.slack.mode == "socket" and not s.slack_app_token:
         problems.append("slack.mode is socket but SLACK_APP_TOKEN (xapp-...) is not set in the environment")
@@ -167,7 +154,7 @@ def sweep(
             f"{used} need --once: without it the bot sweeps every sweep.interval_seconds and posts proposals. "
             "Write `gpu-cost-bot sweep --once --json`", param_hint="--once",
         )
-    s = _settings(config, prometheus_url)
+    s = cli_settings(config, prometheus_url)
     if dry_run:
         s.dry_run = True
     when = _at(at) or utc_now()
@@ -228,7 +215,7 @@ def estimate(
     from bot.chat.commands.estimate import estimate_text
     from bot.jobs.prices import price_book
 
-    prices = price_book(_settings(config))
+    prices = price_book(cli_settings(config))
     try:
         est = compute_estimate(parse_estimate(" ".join(text), prices), prices)
     except EstimateInputError as e:
@@ -270,7 +257,7 @@ def report(
 
     if png is not None and not png.parent.is_dir():
         raise typer.BadParameter(f"the folder {png.parent} does not exist; create it or write the chart elsewhere", param_hint="--png")
-    s = _settings(config, prometheus_url)
+    s = cli_settings(config, prometheus_url)
     if source not in ("auto", "ledger", "prometheus"):
         raise typer.BadParameter(f"{source!r} is not a source; use auto, ledger or prometheus", param_hint="--source")
     from actions.store import Store
@@ -331,7 +318,7 @@ def migrate(config: Optional[Path] = ConfigOpt) -> None:
     """Bring the database schema to the latest version (run also at every start)."""
     from actions.store import Store
 
-    s = _settings(config)
+    s = cli_settings(config)
     Store(s.database_url).migrate()
     typer.echo(f"database at the latest schema ({s.database_url.split('://')[0]})")
 
@@ -353,7 +340,7 @@ def run(
 
     if chat not in ("slack", "console"):
         raise typer.BadParameter(f"{chat!r} is not a chat; use slack or console", param_hint="--chat")
-    s = _settings(config)
+    s = cli_settings(config)
     if dry_run:
         s.dry_run = True
     if chat == "console":

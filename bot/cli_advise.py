@@ -10,8 +10,7 @@ from typing import Optional
 import typer
 
 from actions.model import format_time, parse_time, utc_now
-from bot.settings import load_settings
-from bot.settings.model import http_url
+from bot.cli_settings import cli_settings
 
 INCOMPLETE = 3
 
@@ -70,12 +69,7 @@ def advise(
     from bot.readers import advice_setup
     from bot.wiring import cluster_access
 
-    s = load_settings(config)
-    if prometheus_url:
-        try:
-            s.prometheus.url = http_url(prometheus_url, "http://localhost:9090")
-        except ValueError as e:
-            raise typer.BadParameter(str(e), param_hint="--prometheus-url") from None
+    s = cli_settings(config, prometheus_url)
     try:
         when = parse_time(at) if at else utc_now()
     except ValueError:

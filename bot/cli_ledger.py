@@ -13,9 +13,9 @@ import typer
 
 from actions.ledger import EMPTY, FILLED, PARTIAL, PeriodPlan, floor_hour, hours_between, ranges
 from actions.model import format_time, parse_time, utc_now
-from bot.settings import Settings, load_settings
+from bot.cli_settings import cli_settings
+from bot.settings import Settings
 from bot.settings.clusters import ClusterTarget
-from bot.settings.model import http_url
 
 ledger_app = typer.Typer(help="the usage ledger: which hours it holds, and filling it from Prometheus history",
                          no_args_is_help=True, rich_markup_mode=None)
@@ -33,16 +33,6 @@ def parse_date(value: str, param: str) -> datetime:
         return parse_time(value)
     except ValueError:
         raise typer.BadParameter(f"{value!r} is not a date; write it like {DATE_EXAMPLE}", param_hint=param) from None
-
-
-def _settings(config: Optional[Path], prometheus_url: Optional[str] = None) -> Settings:
-    s = load_settings(config)
-    if prometheus_url:
-        try:
-            s.prometheus.url = http_url(prometheus_url, "http://localhost:9090")
-        except ValueError as e:
-            raise typer.BadParameter(str(e), param_hint="--prometheus-url") from None
-    return s
 
 
 def _span(pieces: tuple[tuple[datetime, datetime], ...] | list[tuple[datetime, datetime]], limit: int = 6) -> str:
@@ -88,7 +78,7 @@ def status(
     from actions.ledger_store import LedgerStore
     from actions.store import Store
 
-    s = _settings(config)
+    s = cli_settings(config)
     name = _target(s, cluster).name
     now = parse_date(at, "--at") if at else utc_now()
     start = parse_date(since, "--since") if since else floor_hour(now) - timedelta(days=s.ledger.backfill_days)
@@ -144,7 +134,7 @@ def backfill(
     from bot.jobs.prices import price_book
     from bot.readers import prometheus_usage
 
-    s = _settings(config, prometheus_url)
+    s = cli_settings(config, prometheus_url)
     start = parse_date(since, "--since")
     now = min(parse_date(until, "--until"), utc_now()) if until else utc_now()
     if start >= floor_hour(now):

@@ -1,0 +1,23 @@
+"""The settings a CLI command runs on: the config file's, with ``--prometheus-url`` over them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from bot.settings import Settings, load_settings
+from bot.settings.model import http_url
+
+
+def cli_settings(config: Optional[Path], prometheus_url: Optional[str] = None) -> Settings:
+    """The settings of ``config`` (raises ConfigError), with ``--prometheus-url`` checked and
+    applied over them (typer.BadParameter naming the option when it is no http(s) URL)."""
+    s = load_settings(config)
+    if prometheus_url:
+        try:
+            s.prometheus.url = http_url(prometheus_url, "http://localhost:9090")
+        except ValueError as e:
+            raise typer.BadParameter(str(e), param_hint="--prometheus-url") from None
+    return s
