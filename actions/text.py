@@ -3,6 +3,8 @@ text from outside made safe for Slack's mrkdwn (:func:`plain`)."""
 
 from __future__ import annotations
 
+from actions.model.times import HOURS_PER_MONTH, HOURS_PER_YEAR
+
 
 def usd(amount: float) -> str:
     """``1234.5`` (USD) -> ``"$1,234.50"``."""
@@ -32,6 +34,8 @@ def gpu_amount(gpus: float, devices: dict[str, int] | None = None) -> str:
         return shown
     listed = ", ".join(f"{n} × {r}" for r, n in devices.items())
     return f"{shown} ({listed})" if listed else shown
+
+
 def plain(text: object) -> str:
     """``text`` made safe to put into Slack's mrkdwn as it is: ``&``, ``<`` and ``>`` escaped, so
     a name or a message from outside the bot (a pod name, a GPU model string from the exporter,
@@ -39,3 +43,55 @@ def plain(text: object) -> str:
     lose a ``<placeholder>``. The one place such text is escaped; apply it to every value a
     template interpolates that the bot did not write itself."""
     return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def describe_hours(hours: float) -> str:
+    """A duration in hours as the answer shows it: ``168`` -> ``"168 h (1 week)"``, ``730`` ->
+    ``"730 h (1 month)"``, ``1.5`` -> ``"1.5 h (90 min)"``, ``36`` -> ``"36 h"``."""
+    text = f"{format_number(hours)} h"
+    for size, unit in ((HOURS_PER_YEAR, "year"), (HOURS_PER_MONTH, "month"), (168.0, "week"), (24.0, "day")):
+        n = hours / size
+        if hours >= size and abs(n - round(n)) < 1e-9:
+            return f"{text} ({plural(round(n), unit)})"
+    minutes = hours * 60
+    if not float(hours).is_integer() and hours < 24 and abs(minutes - round(minutes)) < 1e-6:
+        return f"{text} ({round(minutes)} min)"
+    return text
+
+
+def format_hours(hours: float) -> str:
+    """A duration in hours in the request syntax: ``168`` -> ``"1w"``, ``72`` -> ``"3d"``,
+    ``36`` -> ``"36h"``, ``0.5`` -> ``"30m"``."""
+    for unit, size in (("w", 168.0), ("d", 24.0), ("h", 1.0)):
+        if hours >= size and (hours / size).is_integer():
+            return f"{int(hours / size)}{unit}"
+    if (hours * 60).is_integer():
+        return f"{int(hours * 60)}m"
+    return f"{hours:g}h"
+
+
+def format_number(x: float) -> str:
+    """A quantity (hours, GPU-hours, a count) as the answer shows it, to 2 decimals at most:
+    ``2688.0`` -> ``"2,688"``, ``4.5`` -> ``"4.5"``, ``0.1667`` -> ``"0.17"``."""
+    text = f"{x:,.2f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def plural(n: float, word: str) -> str:
+    return f"{format_number(n)} {word}{'' if n == 1 else 's'}"
+
+
+def usd_rate(rate: float) -> str:
+    """A rate in USD as the answer shows it, to 4 decimals at most and 2 at least: ``6.88`` ->
+    ``"$6.88"``, ``2.7447`` -> ``"$2.7447"``, ``3`` -> ``"$3.00"``."""
+    text = f"{rate:,.4f}".rstrip("0")
+    if len(text.split(".")[1]) < 2:
+        text = f"{rate:,.2f}"
+    return f"${text}"
+
+
+def one_line(e: BaseException) -> str:
+    """An error in one line (``"ClusterReadError: connection refused"``), for warnings, logs and
+    the digest."""
+    text = str(e).splitlines()[0] if str(e) else ""
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__

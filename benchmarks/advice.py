@@ -26,14 +26,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from actions.advice_model import AdvicePolicy  # noqa: E402
-from actions.advising import gather_advice  # noqa: E402
-from actions.model import GPU_UTIL, POWER_USAGE  # noqa: E402
-from actions.policy import Policy, TeamDirectory  # noqa: E402
-from actions.prices import PriceBook, PriceCatalog  # noqa: E402
-from actions.sources.kubectl_dump import snapshot_from_kubectl_dump  # noqa: E402
-from actions.sources.prometheus import PrometheusApi  # noqa: E402
-from actions.sources.prometheus_advice import AdviceHistorySource  # noqa: E402
+from actions.advice.round import gather_advice  # noqa: E402
+from actions.model.telemetry import GPU_UTIL, POWER_USAGE  # noqa: E402
+from actions.policy.advice import AdvicePolicy  # noqa: E402
+from actions.policy.rules import Policy  # noqa: E402
+from actions.policy.teams import TeamDirectory  # noqa: E402
+from actions.pricing.book import PriceBook  # noqa: E402
+from actions.pricing.catalog import PriceCatalog  # noqa: E402
+from actions.sources.kube.dump import snapshot_from_kubectl_dump  # noqa: E402
+from actions.sources.prometheus.api import PrometheusApi  # noqa: E402
+from actions.sources.prometheus.history import AdviceHistorySource  # noqa: E402
 from tests.advice_fleet import ADVISE_AT, H100_PRODUCT, STARTED  # noqa: E402
 from tests.fleet import FB_USED, model_name, phase_rows  # noqa: E402
 from tests.prometheus_server import running_prometheus  # noqa: E402

@@ -29,12 +29,12 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from actions.policy import Policy  # noqa: E402
-from actions.sources.prometheus import telemetry_queries  # noqa: E402
-from actions.sources.promql_scope import scoped  # noqa: E402
+from actions.policy.rules import Policy  # noqa: E402
+from actions.sources.prometheus.scope import scoped  # noqa: E402
+from actions.sources.prometheus.telemetry_promql import telemetry_queries  # noqa: E402
 from bot.chat.console import ConsoleChat  # noqa: E402
 from bot.settings import load_settings  # noqa: E402
-from bot.wiring import build_runtime  # noqa: E402
+from bot.wiring.runtime import build_runtime  # noqa: E402
 from tests.fakes.kube_api import FakeKubeApi  # noqa: E402
 from tests.fakes.tcp_proxy import TcpProxy  # noqa: E402
 from tests.fleet import SWEEP_AT, TELEMETRY_END, TELEMETRY_START, fleet_openmetrics  # noqa: E402

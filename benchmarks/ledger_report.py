@@ -37,15 +37,20 @@ from typing import Iterator
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from actions.collector import collector_paused
-from actions.cost import PodOwner, compute_cost_report, consumer_of, parse_period
-from actions.ledger import CAPACITY, FILLED, HELD, HOUR, hours_between
-from actions.ledger_store import LedgerStore, usage_day, usage_hour, usage_hour_filled
-from actions.policy import Policy
-from actions.prices import PriceBook, PriceCatalog
-from actions.sources.ledger_usage import LedgerRollup, LedgerUsage
-from actions.sources.prometheus_usage import POD_LABELS, PrometheusUsage
-from actions.store import Store
+from actions.cost.engine import compute_cost_report, consumer_of
+from actions.cost.gc_pause import collector_paused
+from actions.cost.periods import parse_period
+from actions.ledger.rollup import LedgerRollup, LedgerUsage
+from actions.model.ledger import CAPACITY, FILLED, HELD
+from actions.model.times import HOUR, hours_between
+from actions.model.usage import PodOwner
+from actions.policy.rules import Policy
+from actions.pricing.book import PriceBook
+from actions.pricing.catalog import PriceCatalog
+from actions.sources.prometheus.usage import PrometheusUsage
+from actions.sources.prometheus.usage_promql import POD_LABELS
+from actions.store.database import Store
+from actions.store.ledger import LedgerStore, usage_day, usage_hour, usage_hour_filled
 from benchmarks.report import NAMESPACES, NOTEBOOK, TEAMS, Server, expected_gpu_hours, make_fleet, write_openmetrics
 from tests.databases import DEFAULT_POSTGRES_SERVER
 from tests.fleet import model_name

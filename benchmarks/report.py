@@ -69,12 +69,16 @@ from typing import Callable, Iterator, TextIO
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from actions.cost import DEFAULT_STEP_SECONDS, compute_cost_report, parse_period  # noqa: E402
-from actions.model import ENGINE_ACTIVE, GPU_UTIL  # noqa: E402
-from actions.policy import Policy, Team, TeamDirectory  # noqa: E402
-from actions.prices import PriceBook, PriceCatalog  # noqa: E402
-from actions.sources.prometheus import TelemetryError  # noqa: E402
-from actions.sources.prometheus_usage import PrometheusUsage  # noqa: E402
+from actions.cost.engine import compute_cost_report  # noqa: E402
+from actions.cost.periods import parse_period  # noqa: E402
+from actions.model.telemetry import ENGINE_ACTIVE, GPU_UTIL  # noqa: E402
+from actions.model.usage import DEFAULT_STEP_SECONDS  # noqa: E402
+from actions.policy.rules import Policy  # noqa: E402
+from actions.policy.teams import Team, TeamDirectory  # noqa: E402
+from actions.pricing.book import PriceBook  # noqa: E402
+from actions.pricing.catalog import PriceCatalog  # noqa: E402
+from actions.sources.prometheus.api import TelemetryError  # noqa: E402
+from actions.sources.prometheus.usage import PrometheusUsage  # noqa: E402
 from tests.fleet import model_name, phase_rows  # noqa: E402
 from tests.prometheus_server import CONFIG, _wait_ready, free_port  # noqa: E402
 from tests.test_usage_prometheus import A100, END, PRICES, SeriesPod, _hour, _labels  # noqa: E402

@@ -144,8 +144,8 @@ def child(kind: str, n: int, path: str) -> dict:
     """One measurement in a fresh process: seconds and growth of peak RSS in MB."""
     import kubernetes.client
 
-    from actions.sources.kubeobjects import decode_pod_page
-    from actions.sources.kubernetes import KubernetesSource
+    from actions.sources.kube.objects import decode_pod_page
+    from actions.sources.kube.reader import KubernetesSource
 
     data, extra = Path(path).read_bytes() if path != "-" else b"", {}
     if kind == "source":
@@ -195,32 +195,33 @@ def oneshot_child(workdir: str, in_process_sweeps: int, at: datetime = NOW) -> d
     # which the kubernetes client's dynamic module imports whenever it is there (1.8 s of
     # jsonschema at import), so the figures are not the test environment's.
     sys.modules["kubernetes_validate"] = None  # type: ignore[assignment]
-    import bot.cli  # noqa: F401 - the CLI's own imports, as `gpu-cost-bot sweep` pays them
-    from bot import wiring
+    import bot.cli.main  # noqa: F401 - the CLI's own imports, as `gpu-cost-bot sweep` pays them
     from bot.settings import load_settings
+    from bot.wiring.jobs import sweep_for
+    from bot.wiring.runtime import build_runtime, cluster_caches, keep_alive_to_exit
 
     mark("imports")
     settings = load_settings(Path(workdir) / "bot.yaml")
-    wiring.keep_alive_to_exit()  # as the CLI does: start-up objects leave the collector's reach
+    keep_alive_to_exit()  # as the CLI does: start-up objects leave the collector's reach
     mark("config")
     sync_cpu = 0.0
     with open(os.devnull, "w") as devnull:
         # As `run` builds it when there are more sweeps: with watch caches, started after the
         # first sweep (which lists, as `sweep --once` does) and synced before the next ones.
-        rt = wiring.build_runtime(settings, clock=lambda: at, out=devnull, watch=in_process_sweeps > 0)
-        wiring.keep_alive_to_exit()
+        rt = build_runtime(settings, clock=lambda: at, out=devnull, watch=in_process_sweeps > 0)
+        keep_alive_to_exit()
         mark("runtime")
-        sweeps = [_phased_sweep(rt, wiring, at)]
+        sweeps = [_phased_sweep(rt, sweep_for, at)]
         if in_process_sweeps:
             t0 = time.process_time()
-            caches = [c.start() for c in wiring.cluster_caches(rt)]
+            caches = [c.start() for c in cluster_caches(rt)]
             while not all(c.synced for c in caches):
                 time.sleep(0.05)
             sync_cpu = time.process_time() - t0
-            sweeps += [_phased_sweep(rt, wiring, at) for _ in range(in_process_sweeps)]
+            sweeps += [_phased_sweep(rt, sweep_for, at) for _ in range(in_process_sweeps)]
             for c in caches:
                 c.stop()
-    wiring.keep_alive_to_exit()
+    keep_alive_to_exit()
     first = sweeps[0]
     for name, seconds in first["phases"].items():
         marks.append((name, marks[-1][1] + seconds))
@@ -231,11 +232,11 @@ def oneshot_child(workdir: str, in_process_sweeps: int, at: datetime = NOW) -> d
             "peak_rss_mb": _rss_mb("VmHWM")}
 
 
-def _phased_sweep(rt, wiring, at: datetime) -> dict:
+def _phased_sweep(rt, sweep_for, at: datetime) -> dict:
     """One sweep as ``Sweep.run`` does it (detection, reconcile, the policy's due actions, the
     gauges), with CPU seconds per phase."""
-    from actions.detection import detect
-    from actions.team_policy import PolicyBook
+    from actions.detect.detection import detect
+    from actions.policy.namespaces import PolicyBook
 
     phases, t = {}, time.process_time()
 
@@ -252,7 +253,7 @@ def _phased_sweep(rt, wiring, at: datetime) -> dict:
     lap("prometheus")
     found = detect(snapshot, fetched, rt.prices, book, rt.teams, at)
     lap("detect")
-    sweep = wiring.sweep_for(rt)
+    sweep = sweep_for(rt)
     counts = sweep.proposals.reconcile(found.findings, at)
     counts.update(sweep.auto.act_due(at))
     sweep.proposals.refresh_metrics()
@@ -270,17 +271,11 @@ def measure(kind: str, n: int, path: str, repeat: int) -> dict:
 def idle_inputs(data: bytes):
     """A snapshot and telemetry for the GPU pods of ``data``: Notebooks and admitted Workloads for
     their owners, H100 nodes, one telemetry series per GPU; half of the consumers idle."""
-    from actions.model import (
-        CapacityType,
-        ClusterSnapshot,
-        GpuTelemetry,
-        Node,
-        Notebook,
-        OwnerRef,
-        TelemetrySnapshot,
-        Workload,
-    )
-    from actions.sources.kubeobjects import decode_pod_page
+    from actions.model.kube import CapacityType, Node, Notebook, OwnerRef
+    from actions.model.kueue import Workload
+    from actions.model.snapshot import ClusterSnapshot
+    from actions.model.telemetry import GpuTelemetry, TelemetrySnapshot
+    from actions.sources.kube.objects import decode_pod_page
 
     long_ago = NOW - timedelta(days=1)
     pods = [dataclasses.replace(p, created=long_ago, started=long_ago) for p in decode_pod_page(data)[0]]
@@ -305,9 +300,11 @@ def idle_inputs(data: bytes):
 
 
 def time_detect(data: bytes, repeat: int) -> tuple[float, int, int]:
-    from actions.idle import detect_idle
-    from actions.policy import Policy, TeamDirectory
-    from actions.prices import PriceBook, PriceCatalog
+    from actions.detect.idle import detect_idle
+    from actions.policy.rules import Policy
+    from actions.policy.teams import TeamDirectory
+    from actions.pricing.book import PriceBook
+    from actions.pricing.catalog import PriceCatalog
 
     snapshot, telemetry = idle_inputs(data)
     prices, policy, teams = PriceBook(PriceCatalog.bundled()), Policy(), TeamDirectory([])
@@ -358,10 +355,15 @@ def run_oneshot(workdir: Path, prom_url: str, in_process_sweeps: int, minutes_be
 
 def part4(gpus: int, pods: int, cache: Path, in_process_sweeps: int) -> None:
     """One-shot sweeps end to end against a fake API server and a real Prometheus."""
-    from actions.activity import span_seconds
-    from actions.policy import Policy
-    from actions.presence import step_range
-    from actions.sources.prometheus import LOOKBACK_STEP_SECONDS, lookback_queries, presence_query, window_queries
+    from actions.policy.rules import Policy
+    from actions.sources.prometheus.telemetry_promql import (
+        LOOKBACK_STEP_SECONDS,
+        lookback_queries,
+        presence_query,
+        window_queries,
+    )
+    from actions.telemetry.activity import span_seconds
+    from actions.telemetry.presence import step_range
     from benchmarks.scale_fleet import HISTORY_HOURS, tsdb
     from tests.prometheus_server import serving_tsdb
 

@@ -14,12 +14,13 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable, TextIO
 
-from actions.model import format_time
-from actions.policy import Team
+from actions.model.times import format_time
+from actions.policy.teams import Team
 from bot.chat.console import ConsoleChat, ConsoleSession
-from bot.chat.runtime import Runtime
+from bot.runtime.runtime import Runtime
 from bot.settings import Settings
-from bot.wiring import build_runtime, sweep_for
+from bot.wiring.jobs import sweep_for
+from bot.wiring.runtime import build_runtime
 
 DEMO_DATA = Path(__file__).parent / "demo_data"
 SWEEP_AT = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)

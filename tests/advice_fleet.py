@@ -29,7 +29,7 @@ import json
 from datetime import datetime, timedelta, timezone
 from typing import Callable, Iterator
 
-from actions.model import ENGINE_ACTIVE, GPU_UTIL, POWER_USAGE
+from actions.model.telemetry import ENGINE_ACTIVE, GPU_UTIL, POWER_USAGE
 from tests.fleet import FB_USED, TraceRow, model_name, phase_rows
 
 ADVISE_AT = datetime(2026, 11, 30, 0, 30, tzinfo=timezone.utc)  # a Monday, 00:30 UTC

@@ -10,7 +10,7 @@ module) or by naming this module in ``pytest_plugins`` of the top-level conftest
   module (uniquely named, so parallel runs never collide) and dropped when the module finishes;
   between tests its ``public`` schema is dropped and recreated.
 - ``database_url``: parametrized over both; the PostgreSQL case carries the ``postgres`` marker.
-- ``store``: a migrated ``actions.store.Store`` on ``database_url``, closed after the test.
+- ``store``: a migrated ``actions.store.database.Store`` on ``database_url``, closed after the test.
 
 PostgreSQL is the server at ``127.0.0.1:5432`` (user ``postgres``, trust auth, maintenance database
 ``test``), or the server URL in ``GPU_COST_BOT_TEST_POSTGRES``. When it cannot be reached the
@@ -30,7 +30,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from actions.store import Store
+from actions.store.database import Store
 
 __all__ = ["database_url", "postgres_database", "postgres_server", "postgres_url", "sqlite_url", "store"]
 

@@ -21,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from actions.model import ENGINE_ACTIVE, GPU_UTIL, POWER_USAGE
+from actions.model.telemetry import ENGINE_ACTIVE, GPU_UTIL, POWER_USAGE
 
 DATA_DIR = Path(__file__).parent / "data"
 TRACE_CSV = DATA_DIR / "h100_nvml_trace.csv"
@@ -238,9 +238,9 @@ def record_demo_telemetry(base_url: str) -> dict[str, Any]:
     """Fetch the fleet at SWEEP_AT and RECHECK_AT with the default Policy from a Prometheus
     backfilled with ``fleet_openmetrics``; returns ``{"sweep": ..., "recheck": ...}`` as JSON
     values. Raises TelemetryError when Prometheus fails."""
-    from actions.model import to_jsonable
-    from actions.policy import Policy
-    from actions.sources.prometheus import PrometheusTelemetry
+    from actions.model.codec import to_jsonable
+    from actions.policy.rules import Policy
+    from actions.sources.prometheus.telemetry import PrometheusTelemetry
 
     source = PrometheusTelemetry(base_url)
     policy = Policy()

@@ -63,8 +63,8 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
-from actions.model import ENGINE_ACTIVE, GPU_UTIL, POWER_USAGE
-from actions.prices import PriceOverrides
+from actions.model.telemetry import ENGINE_ACTIVE, GPU_UTIL, POWER_USAGE
+from actions.pricing.overrides import PriceOverrides
 from tests.fleet import model_name, phase_rows
 
 UTC = timezone.utc

@@ -17,13 +17,14 @@ from datetime import datetime, timezone
 
 import pytest
 
-from actions.activity import Seen, decode, encode, first_step, lookback_answers, merge, span_seconds
-from actions.activity_store import ActivityStore
-from actions.model import ENGINE_ACTIVE, GPU_UTIL
-from actions.policy import Policy
-from actions.presence import Presence, advance, first_last, step_mask
-from actions.sources.prometheus import LOOKBACK_STEP_SECONDS, PrometheusTelemetry, activity_policy
-from actions.store import Store
+from actions.model.telemetry import ENGINE_ACTIVE, GPU_UTIL
+from actions.policy.rules import Policy
+from actions.sources.prometheus.telemetry import PrometheusTelemetry
+from actions.sources.prometheus.telemetry_promql import LOOKBACK_STEP_SECONDS, activity_policy
+from actions.store.activity import ActivityStore
+from actions.store.database import Store
+from actions.telemetry.activity import Seen, decode, encode, first_step, lookback_answers, merge, span_seconds
+from actions.telemetry.presence import Presence, advance, first_last, step_mask
 from tests.databases import *  # noqa: F403
 from tests.prometheus_server import running_prometheus
 from tests.test_prometheus_subqueries import _series
@@ -99,7 +100,7 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory):
 
 # Irregular intervals, a jump of 3 h 35 min (longer than the lookback), sweeps on and off the
 # 5-minute grid, and none whose lookback starts inside the 07:00-07:12 restart gap (there the
-# state answers the lookback's first step, as the module docstring of actions.activity says).
+# state answers the lookback's first step, as the module docstring of actions.telemetry.activity says).
 SWEEPS = [_at(6, 20), _at(6, 33, 17), _at(6, 50), _at(10, 25), _at(10, 31, 40), _at(10, 45), _at(10, 58, 9),
           _at(11, 2), _at(11, 20), _at(11, 47, 30), _at(12, 30), _at(13, 5), _at(13, 55)]
 # A sweep of the past (`sweep --at`), full lookback, leaving the newer state as it is.

@@ -11,13 +11,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from actions.advice_model import AdvicePolicy, CommitmentRate
-from actions.advising import AdviceResult, gather_advice
-from actions.policy import Policy, Team, TeamDirectory
-from actions.prices import PriceBook, PriceCatalog
-from actions.sources.kubectl_dump import snapshot_from_kubectl_dump
-from actions.sources.prometheus import PrometheusApi
-from actions.sources.prometheus_advice import AdviceHistorySource
+from actions.advice.round import AdviceResult, gather_advice
+from actions.policy.advice import AdvicePolicy, CommitmentRate
+from actions.policy.rules import Policy
+from actions.policy.teams import Team, TeamDirectory
+from actions.pricing.book import PriceBook
+from actions.pricing.catalog import PriceCatalog
+from actions.sources.kube.dump import snapshot_from_kubectl_dump
+from actions.sources.prometheus.api import PrometheusApi
+from actions.sources.prometheus.history import AdviceHistorySource
 from tests.advice_fleet import ADVISE_AT, cluster_json, openmetrics
 from tests.databases import *  # noqa: F403 - the store fixture and what it needs
 from tests.prometheus_server import shared_prometheus
@@ -183,7 +185,7 @@ def cli_files(tmp_path):
 def test_the_cli_prints_the_advice_as_json_sorted_by_saving(advice_prometheus, cli_files):
     from typer.testing import CliRunner
 
-    from bot.cli import app
+    from bot.cli.main import app
 
     config, dump = cli_files
     out = CliRunner().invoke(app, ["advise", "--json", "--config", str(config), "--prometheus-url", advice_prometheus,
@@ -202,7 +204,7 @@ def test_the_cli_prints_the_advice_as_json_sorted_by_saving(advice_prometheus, c
 def test_the_cli_for_one_team_prints_text_and_refuses_a_bad_time(advice_prometheus, cli_files):
     from typer.testing import CliRunner
 
-    from bot.cli import app
+    from bot.cli.main import app
 
     config, dump = cli_files
     base = ["advise", "--config", str(config), "--prometheus-url", advice_prometheus, "--cluster-state", str(dump)]
@@ -217,9 +219,9 @@ def test_the_cli_for_one_team_prints_text_and_refuses_a_bad_time(advice_promethe
 
 
 def _runtime(url: str):
-    from actions.advising import AdviceSetup
-    from actions.in_memory_cluster import InMemoryCluster
-    from bot.chat.runtime import Runtime
+    from actions.advice.round import AdviceSetup
+    from actions.executors.in_memory import InMemoryCluster
+    from bot.runtime.runtime import Runtime
 
     return Runtime(
         store=None, chat=None, telemetry=None, writer=None,  # type: ignore[arg-type] - advice reads only
@@ -264,7 +266,7 @@ def test_slash_gpu_advise_marks_advice_a_team_snoozed_or_exempted_and_still_show
     from dataclasses import replace
     from datetime import timedelta
 
-    from actions.advice_request import RIGHT_SIZE
+    from actions.advice.request import RIGHT_SIZE
     from bot.chat.commands import CommandContext, dispatch
 
     rt = replace(_runtime(advice_prometheus), store=store)
@@ -287,7 +289,7 @@ def test_slash_gpu_advise_marks_advice_a_team_snoozed_or_exempted_and_still_show
 def test_the_weekly_digest_gains_a_could_save_section_with_the_top_three_and_the_total(advice_prometheus, store):
     import io
 
-    from actions.cost import TeamReport
+    from actions.cost.report import TeamReport
     from bot.chat.console import ConsoleChat
     from bot.jobs.digests import DigestsJob
     from bot.settings.model import Settings
@@ -301,7 +303,7 @@ def test_the_weekly_digest_gains_a_could_save_section_with_the_top_three_and_the
     out = io.StringIO()
 
     def reports(start, end):
-        from actions.cost import CostReport
+        from actions.cost.report import CostReport
 
         return CostReport(start, end, {"research": TeamReport("research", start, end, 0.0, 0.0, 0.0, 0.0, None, None)})
 
@@ -321,7 +323,7 @@ def test_the_digest_leaves_out_advice_a_team_exempted(advice_prometheus, store):
     import io
     from datetime import timedelta
 
-    from actions.cost import CostReport, TeamReport
+    from actions.cost.report import CostReport, TeamReport
     from bot.chat.console import ConsoleChat
     from bot.jobs.digests import DigestsJob
     from bot.settings.model import Settings
@@ -354,7 +356,7 @@ def test_the_digest_leaves_out_advice_a_team_exempted(advice_prometheus, store):
 def test_report_json_gains_the_advice_and_what_it_could_save(advice_prometheus, cli_files):
     from typer.testing import CliRunner
 
-    from bot.cli import app
+    from bot.cli.main import app
 
     config, dump = cli_files
     out = CliRunner().invoke(app, ["report", "--json", "--period", "7d", "--config", str(config), "--prometheus-url",
@@ -373,7 +375,7 @@ def test_report_json_gains_the_advice_and_what_it_could_save(advice_prometheus, 
 def test_new_advice_is_posted_to_each_team_once_and_again_only_when_it_changes(advice_prometheus, store):
     import io
 
-    from actions.advising import AdviceSetup
+    from actions.advice.round import AdviceSetup
     from bot.chat.console import ConsoleChat
     from bot.jobs.advice import AdviceJob
 
@@ -401,7 +403,7 @@ def test_new_advice_is_posted_to_each_team_once_and_again_only_when_it_changes(a
 def test_report_json_without_a_cluster_to_read_says_why_advice_is_missing_and_stays_whole(advice_prometheus, tmp_path):
     from typer.testing import CliRunner
 
-    from bot.cli import app
+    from bot.cli.main import app
 
     config = tmp_path / "bot.yaml"
     config.write_text(CONFIG + "kubernetes: {kubeconfig: " + str(tmp_path / "missing-kubeconfig") + "}\n")

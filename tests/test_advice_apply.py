@@ -17,21 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from actions.advice import advise_consumer
-from actions.advice_model import AdvicePolicy, ConsumerUsage
-from actions.advising import AdviceResult
-from actions.executors import ExecutorError, KubernetesWriter
-from actions.model import (
-    ActionVerb,
-    CapacityType,
-    GpuResize,
-    ObjectRef,
-    ProposedAction,
-    action_from_jsonable,
-    to_jsonable,
-)
-from actions.patches import check_target, merge_patch, plan_apply, plan_restore
-from actions.prices import PriceBook, PriceCatalog
+from actions.advice.model import ConsumerUsage
+from actions.advice.recommend import advise_consumer
+from actions.advice.round import AdviceResult
+from actions.executors.kubernetes import KubernetesWriter
+from actions.model.codec import action_from_jsonable, to_jsonable
+from actions.model.findings import ActionVerb, GpuResize, ProposedAction
+from actions.model.kube import CapacityType, ObjectRef
+from actions.policy.advice import AdvicePolicy
+from actions.pricing.book import PriceBook
+from actions.pricing.catalog import PriceCatalog
+from actions.remedy.patches import ExecutorError, check_target, merge_patch, plan_apply, plan_restore
 from bot.chat.approvals import Approvals
 from bot.chat.proposals import Proposals, settle_outcome
 from bot.jobs.advice import AdviceJob
@@ -274,7 +270,7 @@ def test_restore_keeps_a_node_label_someone_set_since():
 
 
 def test_the_mig_node_label_names_the_parent_gpu_as_nvml_does():
-    from actions.advice import mig_node_selector
+    from actions.advice.recommend import mig_node_selector
 
     # NVML names an A100 "NVIDIA A100-SXM4-40GB"; GFD replaces spaces with dashes.
     assert mig_node_selector("NVIDIA A100-SXM4-40GB", "1g.5gb") == (

@@ -18,15 +18,17 @@ from datetime import datetime, timezone
 
 import pytest
 
-from actions.advice_model import AdvicePolicy
-from actions.advising import AdviceResult, gather_advice
-from actions.executors import KubernetesWriter
-from actions.model import GpuResize
-from actions.policy import Policy, Team, TeamDirectory
-from actions.prices import PriceBook, PriceCatalog
-from actions.sources.kubectl_dump import snapshot_from_kubectl_dump
-from actions.sources.prometheus import PrometheusApi
-from actions.sources.prometheus_advice import AdviceHistorySource
+from actions.advice.round import AdviceResult, gather_advice
+from actions.executors.kubernetes import KubernetesWriter
+from actions.model.findings import GpuResize
+from actions.policy.advice import AdvicePolicy
+from actions.policy.rules import Policy
+from actions.policy.teams import Team, TeamDirectory
+from actions.pricing.book import PriceBook
+from actions.pricing.catalog import PriceCatalog
+from actions.sources.kube.dump import snapshot_from_kubectl_dump
+from actions.sources.prometheus.api import PrometheusApi
+from actions.sources.prometheus.history import AdviceHistorySource
 from tests.advice_fleet import (
     ADVISE_AT,
     CONSUMER_SCRAPE,
@@ -126,9 +128,9 @@ def test_the_apply_changes_only_the_named_container_and_restore_puts_it_back(res
 
 
 def test_when_two_containers_would_change_the_advice_names_both_and_is_advice_only():
-    from actions.advice import advise_consumer
-    from actions.advice_model import ConsumerUsage
-    from actions.model import CapacityType, ObjectRef
+    from actions.advice.model import ConsumerUsage
+    from actions.advice.recommend import advise_consumer
+    from actions.model.kube import CapacityType, ObjectRef
 
     u = ConsumerUsage(
         key="idle-serving/vision/Deployment/detect", team="vision", namespace="vision", consumer_kind="Deployment",
@@ -150,7 +152,7 @@ def test_when_two_containers_would_change_the_advice_names_both_and_is_advice_on
 
 
 def test_the_container_query_is_asked_only_for_pods_of_several_gpu_containers():
-    from actions.advice_usage import consumer_pods, multi_container_pods
+    from actions.advice.usage import consumer_pods, multi_container_pods
     from tests.advice_fleet import _pod
 
     items = json.loads(cluster())["items"]

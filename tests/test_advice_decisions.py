@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from actions.advice import advise, advise_consumer, could_save, duration_hours
-from actions.advice_model import AdvicePolicy, ConsumerUsage, TeamBaseline
-from actions.model import CapacityType
-from actions.prices import PriceBook, PriceCatalog, PriceOverrides
+from actions.advice.model import ConsumerUsage, TeamBaseline
+from actions.advice.recommend import advise, advise_consumer, could_save, duration_hours
+from actions.model.kube import CapacityType
+from actions.policy.advice import AdvicePolicy
+from actions.pricing.book import PriceBook
+from actions.pricing.catalog import PriceCatalog
+from actions.pricing.overrides import PriceOverrides
 
 H100 = "NVIDIA H100 80GB HBM3"
 # The seed's worked example: $32/h on-demand, $12/h spot, for one GPU.
@@ -100,7 +103,7 @@ def test_overlapping_advice_for_one_consumer_counts_once():
 
 
 def test_idle_reservations_are_priced_at_the_reserved_quote_and_left_alone_when_used():
-    from actions.advice_model import ReservedUse
+    from actions.advice.model import ReservedUse
 
     idle = ReservedUse(H100, gpus=16, idle_ratio=0.25, hours=720, instance_type="p5.48xlarge", nodes=("a", "b"))
     [r] = advise([], [], BUNDLED, AdvicePolicy(), reserved=[idle])
@@ -137,9 +140,10 @@ def test_fewer_gpus_for_a_consumer_of_several_pods_counts_them_together():
 def test_a_job_restarts_cleanly_by_its_backoff_limit_and_kubernetes_default_of_6():
     import json
 
-    from actions.advice_usage import consumer_pods, consumer_usages
-    from actions.policy import Policy, TeamDirectory
-    from actions.sources.kubectl_dump import snapshot_from_kubectl_dump
+    from actions.advice.usage import consumer_pods, consumer_usages
+    from actions.policy.rules import Policy
+    from actions.policy.teams import TeamDirectory
+    from actions.sources.kube.dump import snapshot_from_kubectl_dump
     from tests.advice_fleet import ADVISE_AT, _node, _owner, _pod
 
     items = [_node("nb-1")]
@@ -162,7 +166,7 @@ def test_a_job_restarts_cleanly_by_its_backoff_limit_and_kubernetes_default_of_6
 def test_a_live_reserved_instance_price_prices_the_commitment_when_no_rate_is_configured():
     from datetime import datetime, timezone
 
-    from actions.prices import LivePrice
+    from actions.pricing.live import LivePrice
 
     fetched = datetime(2026, 11, 23, 6, 0, tzinfo=timezone.utc)
     live = {("p5.48xlarge", CapacityType.RESERVED): LivePrice(

@@ -16,16 +16,19 @@ from collections.abc import Iterator
 
 import pytest
 
-from actions.advice import advise_consumer
-from actions.advice_model import AdvicePolicy, ConsumerUsage
-from actions.advising import AdviceResult, gather_advice
-from actions.gpu_specs import gpu_spec
-from actions.model import CapacityType
-from actions.policy import Policy, Team, TeamDirectory
-from actions.prices import PriceBook, PriceCatalog
-from actions.sources.kubectl_dump import snapshot_from_kubectl_dump
-from actions.sources.prometheus import PrometheusApi
-from actions.sources.prometheus_advice import AdviceHistorySource
+from actions.advice.model import ConsumerUsage
+from actions.advice.recommend import advise_consumer
+from actions.advice.round import AdviceResult, gather_advice
+from actions.hardware.specs import gpu_spec
+from actions.model.kube import CapacityType
+from actions.policy.advice import AdvicePolicy
+from actions.policy.rules import Policy
+from actions.policy.teams import Team, TeamDirectory
+from actions.pricing.book import PriceBook
+from actions.pricing.catalog import PriceCatalog
+from actions.sources.kube.dump import snapshot_from_kubectl_dump
+from actions.sources.prometheus.api import PrometheusApi
+from actions.sources.prometheus.history import AdviceHistorySource
 from tests.advice_fleet import (
     ADVISE_AT,
     CONSUMER_SCRAPE,

@@ -13,28 +13,26 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from actions.alerts import (
-    budget_alerts,
-    budget_kind,
-    cluster_queue_wait_alerts,
-    month_end_forecast,
-    month_progress,
-    spot_ratio_alerts,
-)
-from actions.model import ClusterSnapshot, Workload
-from actions.policy import Policy, Team, TeamDirectory
-from actions.prices import PriceBook, PriceCatalog
-from actions.queue import queue_report
-from actions.sources.kubernetes import KubernetesSource
-from actions.sources.recorded import RecordedTelemetry
-from actions.store import Store
+from actions.alerts.budgets import budget_alerts, budget_kind, month_end_forecast, month_progress
+from actions.alerts.capacity import spot_ratio_alerts
+from actions.alerts.queues import cluster_queue_wait_alerts
+from actions.kueue.queues import queue_report
+from actions.model.kueue import Workload
+from actions.model.snapshot import ClusterSnapshot
+from actions.policy.rules import Policy
+from actions.policy.teams import Team, TeamDirectory
+from actions.pricing.book import PriceBook
+from actions.pricing.catalog import PriceCatalog
+from actions.sources.kube.reader import KubernetesSource
+from actions.sources.recording import RecordedTelemetry
+from actions.store.database import Store
 from bot.chat.blocks import alerts as alert_blocks
-from bot.chat.runtime import Runtime
 from bot.chat.slack.app import build_app
 from bot.chat.slack.web import SlackChat, web_client
-from bot.readers import kueue_metrics
+from bot.runtime.runtime import Runtime
 from bot.settings import Settings
-from bot.wiring import alerts_for
+from bot.wiring.jobs import alerts_for
+from bot.wiring.sources import kueue_metrics
 from tests.databases import *  # noqa: F403
 from tests.fakes.kube_api import FakeKubeApi
 from tests.fakes.slack_api import FakeSlack

@@ -9,17 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from actions.executors import STOPPED_ANNOTATION
-from actions.in_memory_cluster import InMemoryCluster
-from actions.policy import Policy, Team, TeamDirectory
-from actions.prices import PriceBook, PriceCatalog
-from actions.sources.recorded import RecordedTelemetry
-from actions.store import Store
+from actions.executors.in_memory import InMemoryCluster
+from actions.policy.rules import Policy
+from actions.policy.teams import Team, TeamDirectory
+from actions.pricing.book import PriceBook
+from actions.pricing.catalog import PriceCatalog
+from actions.remedy.patches import STOPPED_ANNOTATION
+from actions.sources.recording import RecordedTelemetry
+from actions.store.database import Store
 from bot.chat.approvals import Approvals
 from bot.chat.blocks import proposals
 from bot.chat.proposals import Proposals
-from bot.chat.runtime import Runtime
 from bot.chat.slack.web import SlackChat, UserGroups, web_client
+from bot.runtime.runtime import Runtime
 from tests.databases import *  # noqa: F403
 from tests.fakes.slack_api import FakeSlack
 

@@ -23,19 +23,13 @@ import pytest
 from botocore.config import Config
 from moto.server import ThreadedMotoServer
 
-from actions.model import CapacityType
-from actions.sources.aws_prices import (
-    AwsClients,
-    AwsPriceFetcher,
-    PriceFetchError,
-    live_prices_from_store,
-    on_demand_usd_per_hour,
-    refresh_live_prices,
-    spot_median,
-)
-from actions.store import Store
-from bot.chat.runtime import Runtime
-from bot.jobs.prices import ReloadingPriceBook, price_book, refresh_prices
+from actions.model.kube import CapacityType
+from actions.sources.aws.price_list import PriceFetchError, on_demand_usd_per_hour, spot_median
+from actions.sources.aws.prices import AwsClients, AwsPriceFetcher, live_prices_from_store, refresh_live_prices
+from actions.store.database import Store
+from bot.jobs.prices import refresh_prices
+from bot.runtime.prices import ReloadingPriceBook, price_book
+from bot.runtime.runtime import Runtime
 from bot.settings import Settings
 from tests.databases import *  # noqa: F403
 

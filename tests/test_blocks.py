@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from actions.model import finding_from_jsonable, to_jsonable
+from actions.model.codec import finding_from_jsonable, to_jsonable
 from bot.chat.blocks import proposals
 from bot.chat.console import to_text
 from tests.test_idle import detect, fleet  # noqa: F401

@@ -9,17 +9,19 @@ from datetime import datetime, timezone
 
 import pytest
 
-from actions.in_memory_cluster import InMemoryCluster
-from actions.policy import Policy, Team, TeamDirectory
-from actions.prices import PriceBook, PriceCatalog
-from actions.sources.recorded import RecordedTelemetry
-from actions.store import Store
+from actions.executors.in_memory import InMemoryCluster
+from actions.policy.rules import Policy
+from actions.policy.teams import Team, TeamDirectory
+from actions.pricing.book import PriceBook
+from actions.pricing.catalog import PriceCatalog
+from actions.sources.recording import RecordedTelemetry
+from actions.store.database import Store
 from bot.chat.commands import CommandContext, dispatch
 from bot.chat.commands.budget import parse_usd_per_month
 from bot.chat.console import ConsoleChat
-from bot.chat.runtime import Runtime
 from bot.chat.slack.app import build_app
 from bot.chat.slack.web import UserGroups, web_client
+from bot.runtime.runtime import Runtime
 from tests.databases import *  # noqa: F403
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_requests import bolt_request, slash_command_body

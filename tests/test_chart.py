@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib import image as mpimg
 from matplotlib.colors import to_rgb
 
-from actions.cost import CostReport, DailyCost, TeamReport
+from actions.cost.report import CostReport, DailyCost, TeamReport
 from bot.chat.chart import COLOURS, cost_chart_png, cost_figure
 
 UTC = timezone.utc

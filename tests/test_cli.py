@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from bot.cli import app
+from bot.cli.main import app
 from tests.prometheus_server import fleet_prometheus  # noqa: F401
 from tests.test_approvals import DEMO
 

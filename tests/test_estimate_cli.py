@@ -10,11 +10,12 @@ import shlex
 import pytest
 from typer.testing import CliRunner
 
-from actions.estimate import COMPARED_MODELS
-from actions.prices import PriceBook, PriceCatalog
+from actions.estimate.request import COMPARED_MODELS
+from actions.pricing.book import PriceBook
+from actions.pricing.catalog import PriceCatalog
 from bot.chat.commands import CommandContext, dispatch
 from bot.chat.commands import estimate as chat_estimate
-from bot.cli import app
+from bot.cli.main import app
 
 runner = CliRunner()
 

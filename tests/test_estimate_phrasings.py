@@ -7,9 +7,11 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 
-from actions.estimate import compute_estimate, parse_estimate
-from actions.model import CapacityType
-from actions.prices import PriceBook, PriceCatalog
+from actions.estimate.parse import parse_estimate
+from actions.estimate.price import compute_estimate
+from actions.model.kube import CapacityType
+from actions.pricing.book import PriceBook
+from actions.pricing.catalog import PriceCatalog
 from actions.text import usd
 from bot.chat.commands.estimate import estimate_text
 

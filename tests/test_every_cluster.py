@@ -25,10 +25,11 @@ from prometheus_client import CollectorRegistry
 
 from bot.chat.commands import CommandContext, dispatch
 from bot.chat.console import ConsoleChat, to_text
-from bot.readers import kueue_by_cluster
 from bot.service.metrics import BotMetrics
 from bot.settings import load_settings
-from bot.wiring import alerts_for, build_runtime, digests_for
+from bot.wiring.jobs import alerts_for, digests_for
+from bot.wiring.runtime import build_runtime
+from bot.wiring.sources import kueue_by_cluster
 from tests.fakes.kube_api import FakeKubeApi
 from tests.fakes.tcp_proxy import TcpProxy
 from tests.prometheus_server import running_prometheus
@@ -143,7 +144,7 @@ def test_one_cluster_down_fails_alone_and_is_named(fleet):
 
 
 def test_one_reader_for_a_bot_of_two_clusters_is_refused(fleet):
-    from bot.readers import kueue_metrics
+    from bot.wiring.sources import kueue_metrics
 
     with pytest.raises(ValueError, match="reads Kueue per cluster"):
         alerts_for(fleet.rt, fleet.settings, kueue=kueue_metrics(fleet.settings))

@@ -11,14 +11,11 @@ from pathlib import Path
 import kubernetes.client
 import pytest
 
-from actions.executors import (
-    REPLICAS_ANNOTATION,
-    STOPPED_ANNOTATION,
-    ExecutorError,
-    KubernetesWriter,
-)
-from actions.in_memory_cluster import InMemoryCluster
-from actions.model import ActionVerb, ObjectRef, ProposedAction
+from actions.executors.in_memory import InMemoryCluster
+from actions.executors.kubernetes import KubernetesWriter
+from actions.model.findings import ActionVerb, ProposedAction
+from actions.model.kube import ObjectRef
+from actions.remedy.patches import REPLICAS_ANNOTATION, STOPPED_ANNOTATION, ExecutorError
 from tests.fakes.kube_api import FakeKubeApi
 from tests.waiting import wait_for
 

@@ -23,7 +23,7 @@ from typing import Iterator
 import pytest
 from typer.testing import CliRunner
 
-from bot.cli import app
+from bot.cli.main import app
 from tests.databases import *  # noqa: F403
 from tests.fakes.kube_api import FakeKubeApi
 from tests.prometheus_server import fleet_prometheus, free_port  # noqa: F401
@@ -304,7 +304,7 @@ def test_check_connect_says_what_each_service_holds(tmp_path):
     assert f"Kubernetes API: {api_url}: 3 GPU node(s) with 24 GPUs, 5 GPU pod(s), 3 Notebook(s), Kueue kueue.x-k8s.io/v1beta2 (4 Workloads)" in lines
     assert f"database: {db} does not exist yet; `gpu-cost-bot migrate` (or `run`) creates it" in lines
     assert before.exit_code == 0 and after.exit_code == 0, after.output
-    from actions.store import Store
+    from actions.store.database import Store
 
     newest = Store(f"sqlite:///{db}").schema_status()[1]
     assert f"database: sqlite:///{db}: schema at {newest}, the newest" in after.output.splitlines()

@@ -81,11 +81,13 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from actions.model import ENGINE_ACTIVE, format_time
-from actions.policy import Policy
-from actions.sources.prometheus import PrometheusApi, PrometheusTelemetry
-from actions.sources.prometheus_usage import PrometheusUsage
-from bot.cli import app
+from actions.model.telemetry import ENGINE_ACTIVE
+from actions.model.times import format_time
+from actions.policy.rules import Policy
+from actions.sources.prometheus.api import PrometheusApi
+from actions.sources.prometheus.telemetry import PrometheusTelemetry
+from actions.sources.prometheus.usage import PrometheusUsage
+from bot.cli.main import app
 from tests import gpu_shapes as shapes
 from tests.fakes.kube_api import FakeKubeApi
 from tests.prometheus_server import shared_prometheus

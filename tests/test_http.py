@@ -10,7 +10,7 @@ import pytest
 from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client.parser import text_string_to_metric_families
 
-from actions.store import Store
+from actions.store.database import Store
 from bot.chat.slack.app import build_app
 from bot.chat.slack.front import events_route
 from bot.chat.slack.web import web_client

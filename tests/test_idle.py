@@ -8,12 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from actions.idle import detect_idle, judge_gpu
-from actions.model import ActionVerb, GpuTelemetry, format_time
-from actions.policy import Policy, Team, TeamDirectory
-from actions.prices import PriceBook, PriceCatalog
-from actions.sources.kubectl_dump import snapshot_from_kubectl_dump
-from actions.sources.recorded import RecordedTelemetry
+from actions.detect.idle import detect_idle, judge_gpu
+from actions.model.findings import ActionVerb
+from actions.model.telemetry import GpuTelemetry
+from actions.model.times import format_time
+from actions.policy.rules import Policy
+from actions.policy.teams import Team, TeamDirectory
+from actions.pricing.book import PriceBook
+from actions.pricing.catalog import PriceCatalog
+from actions.sources.kube.dump import snapshot_from_kubectl_dump
+from actions.sources.recording import RecordedTelemetry
 
 DEMO = Path(__file__).resolve().parent.parent / "bot" / "demo_data"
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)

@@ -26,19 +26,23 @@ from pathlib import Path
 
 import pytest
 
-from actions.executors import KubernetesWriter, RoutingWriter
 from actions.executors.jupyterhub import HubClient, HubWriter
-from actions.model import ActionVerb, ObjectRef, ProposedAction
-from actions.patches import ExecutorError
-from actions.policy import Policy, Team, TeamDirectory
-from actions.prices import PriceBook, PriceCatalog
-from actions.sources.kubernetes import KubernetesSource
-from actions.sources.recorded import RecordedTelemetry
-from actions.store import Store
+from actions.executors.kubernetes import KubernetesWriter
+from actions.executors.routing import RoutingWriter
+from actions.model.findings import ActionVerb, ProposedAction
+from actions.model.kube import ObjectRef
+from actions.policy.rules import Policy
+from actions.policy.teams import Team, TeamDirectory
+from actions.pricing.book import PriceBook
+from actions.pricing.catalog import PriceCatalog
+from actions.remedy.patches import ExecutorError
+from actions.sources.kube.reader import KubernetesSource
+from actions.sources.recording import RecordedTelemetry
+from actions.store.database import Store
 from bot.chat.approvals import Approvals
 from bot.chat.console import ConsoleChat
 from bot.chat.proposals import Proposals
-from bot.chat.runtime import Runtime
+from bot.runtime.runtime import Runtime
 from tests import workload_shapes as shapes
 from tests.databases import sqlite_url  # noqa: F401 (fixture)
 from tests.fakes.kube_api import FakeKubeApi

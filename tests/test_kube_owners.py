@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from actions.sources.kube_owners import LIST_ABOVE
-from actions.sources.kubernetes import KubernetesSource
+from actions.sources.kube.owners import LIST_ABOVE
+from actions.sources.kube.reader import KubernetesSource
 from tests.fakes.kube_api import FakeKubeApi
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from actions.sources.kubernetes import KubernetesSource
-from actions.sources.watch_cache import ClusterCache
-from bot import wiring
+from actions.sources.kube.reader import KubernetesSource
+from actions.sources.kube.watch_cache import ClusterCache
 from bot.settings import load_settings
+from bot.wiring.runtime import build_runtime, cluster_caches
 from tests.fakes.kube_api import FakeKubeApi
 from tests.waiting import wait_for
 
@@ -251,10 +251,10 @@ def test_run_sweeps_read_no_pod_list_once_synced(kube, tmp_path):
         "dry_run": True, "database_url": f"sqlite:///{tmp_path / 'bot.db'}",
         "kubernetes": {"kubeconfig": str(tmp_path / "kubeconfig")}}))
     settings = load_settings(tmp_path / "bot.yaml")
-    once = wiring.build_runtime(settings, migrate=True)
-    assert wiring.cluster_caches(once) == []  # `sweep --once` lists as before
-    rt = wiring.build_runtime(settings, migrate=False, watch=True)
-    (cache,) = wiring.cluster_caches(rt)
+    once = build_runtime(settings, migrate=True)
+    assert cluster_caches(once) == []  # `sweep --once` lists as before
+    rt = build_runtime(settings, migrate=False, watch=True)
+    (cache,) = cluster_caches(rt)
     cache.start()
     try:
         wait_for(lambda: cache.synced, "the cache to sync")
@@ -270,10 +270,9 @@ def test_run_sweeps_read_no_pod_list_once_synced(kube, tmp_path):
 
 
 def test_process_starts_and_stops_its_watches():
-    from actions.store import Store
-    from bot.chat.runtime import ActionsInFlight
+    from actions.store.database import Store
     from bot.service.metrics import BotMetrics
-    from bot.service.process import Process
+    from bot.service.process import ActionsInFlight, Process
 
     class Watch:
         def __init__(self):

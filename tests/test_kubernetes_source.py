@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from actions.model import CapacityType, OwnerRef, asks_not_to_disrupt
-from actions.sources.kubectl_dump import snapshot_from_kubectl_dump
-from actions.sources.kubeobjects import capacity_type
-from actions.sources.kubernetes import ClusterReadError, KubernetesSource
+from actions.model.kube import CapacityType, OwnerRef, asks_not_to_disrupt
+from actions.sources.kube.dump import snapshot_from_kubectl_dump
+from actions.sources.kube.objects import capacity_type
+from actions.sources.kube.reader import ClusterReadError, KubernetesSource
 from tests.fakes.kube_api import FakeKubeApi
 
 DUMP_PATH = Path(__file__).resolve().parent.parent / "bot" / "demo_data" / "cluster.json"
@@ -277,7 +277,7 @@ def test_unreachable_api_server_raises_cluster_read_error(dump):
 
 
 def test_load_kube_config_reads_a_kubeconfig_file(dump, tmp_path):
-    from actions.sources.kubernetes import load_kube_config
+    from actions.sources.kube.reader import load_kube_config
 
     with FakeKubeApi.from_list_json(dump) as fake:
         kubeconfig = tmp_path / "config"

@@ -10,8 +10,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from actions.policy import Team, TeamDirectory
-from actions.sources.prometheus_kueue import KueueMetrics, admission_wait_p90_query, spot_ratio_query
+from actions.policy.teams import Team, TeamDirectory
+from actions.sources.prometheus.kueue import KueueMetrics, admission_wait_p90_query, spot_ratio_query
 from tests.prometheus_server import running_prometheus
 
 pytestmark = pytest.mark.prometheus

@@ -1,10 +1,13 @@
 """The house keeps its shape: the contracts of .importlinter hold (decisions import nothing that
-does I/O, bot/ runs downwards from the CLI to the settings, only the Slack backend imports Slack,
-the service knows neither Slack nor Kueue), no two modules import each other, and no module of
-bot/ outgrows one reading."""
+does I/O, actions/ and bot/ each run downwards, only the Slack backend imports Slack, the service
+knows neither Slack nor Kueue), every module of actions/ is either an edge or inside the purity
+contract, no two modules import each other, and no module of actions/ or bot/ outgrows one
+reading."""
 
 from __future__ import annotations
 
+import ast
+import configparser
 import os
 from pathlib import Path
 
@@ -12,7 +15,12 @@ import grimp
 from importlinter.cli import lint_imports
 
 ROOT = Path(__file__).resolve().parent.parent
-MAX_BOT_MODULE_LINES = 450
+MAX_MODULE_LINES = 450
+# The edges of actions/: the only packages that may read or write the outside world.
+EDGES = ("actions.sources", "actions.executors", "actions.store")
+# What the standard library does I/O with; import-linter sees only installed packages, so the
+# purity of the decisions is checked against these here.
+STDLIB_IO = ("socket", "ssl", "http", "urllib", "subprocess", "sqlite3", "asyncio", "multiprocessing")
 
 
 def test_import_contracts_are_kept(capsys):
@@ -69,9 +77,50 @@ def test_no_two_modules_import_each_other_directly_or_through_others():
     assert _cycles(graph, modules) == []
 
 
-def test_no_module_in_bot_is_longer_than_one_reading():
+def test_no_module_is_longer_than_one_reading():
     lengths = {
-        str(path.relative_to(ROOT)): len(path.read_text().splitlines()) for path in (ROOT / "bot").rglob("*.py")
+        str(path.relative_to(ROOT)): len(path.read_text().splitlines())
+        for package in ("actions", "bot") for path in (ROOT / package).rglob("*.py")
     }
-    assert {p: n for p, n in lengths.items() if n > MAX_BOT_MODULE_LINES} == {}
-    assert len(lengths) > 30  # the walk found the package
+    assert {p: n for p, n in lengths.items() if n > MAX_MODULE_LINES} == {}
+    assert len(lengths) > 150  # the walk found both packages
+
+
+def _pure_packages() -> list[str]:
+    config = configparser.ConfigParser()
+    config.read(ROOT / ".importlinter")
+    return config["importlinter:contract:pure-decisions"]["source_modules"].split()
+
+
+def _actions_modules() -> dict[str, Path]:
+    out = {}
+    for path in (ROOT / "actions").rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def _within(module: str, packages) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def test_every_module_of_actions_is_an_edge_or_under_the_purity_contract():
+    pure = _pure_packages()
+    assert not set(pure) & set(EDGES)
+    uncovered = sorted(m for m in _actions_modules() if m != "actions" and not _within(m, (*pure, *EDGES)))
+    assert uncovered == [], f"add each to .importlinter's pure-decisions contract, or move it into an edge: {uncovered}"
+
+
+def test_pure_modules_use_no_io_of_the_standard_library():
+    pure = _pure_packages()
+    found = {}
+    for module, path in _actions_modules().items():
+        if not _within(module, pure):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+            bad = [n for n in names if n.split(".")[0] in STDLIB_IO]
+            if bad:
+                found.setdefault(module, []).extend(bad)
+    assert found == {}

@@ -11,7 +11,14 @@ import kubernetes.client
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from actions.lease import LeaseClient, LeaseConflict, LeaseError, LeaseRecord, format_micro_time, parse_micro_time
+from actions.sources.kube.lease import (
+    LeaseClient,
+    LeaseConflict,
+    LeaseError,
+    LeaseRecord,
+    format_micro_time,
+    parse_micro_time,
+)
 from bot.service.leader import (
     ElectionTiming,
     LeaderElector,

@@ -16,27 +16,23 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from actions.cost import CostReport, PodOwner, UsageData, compute_cost_report, consumer_of, parse_period
-from actions.ledger import (
-    CAPACITY,
-    EMPTY,
-    FILLED,
-    HELD,
-    HOUR,
-    floor_hour,
-    hours_between,
-    owner_for,
-    plan_period,
-    plan_warnings,
-    rows_from_usage,
-)
-from actions.ledger_store import LedgerStore, usage_hour
-from actions.policy import Policy, TeamDirectory
-from actions.prices import PriceBook, PriceCatalog
-from actions.reporting import CostSetup, build_report
-from actions.sources.ledger_usage import LedgerRollup, LedgerUsage, first_data_hour
-from actions.sources.prometheus_usage import PrometheusUsage
-from actions.store import Store
+from actions.cost.engine import compute_cost_report, consumer_of
+from actions.cost.periods import parse_period
+from actions.cost.report import CostReport
+from actions.cost.reporting import CostSetup, build_report
+from actions.ledger.plan import plan_period, plan_warnings
+from actions.ledger.rollup import LedgerRollup, LedgerUsage
+from actions.ledger.rows import owner_for, rows_from_usage
+from actions.model.ledger import CAPACITY, EMPTY, FILLED, HELD
+from actions.model.times import HOUR, floor_hour, hours_between
+from actions.model.usage import PodOwner, UsageData
+from actions.policy.rules import Policy
+from actions.policy.teams import TeamDirectory
+from actions.pricing.book import PriceBook
+from actions.pricing.catalog import PriceCatalog
+from actions.sources.prometheus.usage import PrometheusUsage
+from actions.store.database import Store
+from actions.store.ledger import LedgerStore, usage_hour
 from bot.jobs.ledger import LedgerJob
 from bot.settings import LedgerSettings, Settings
 from tests import gpu_shapes as shapes
@@ -302,9 +298,9 @@ class _Fixed:
 
 def test_first_data_hour_finds_where_prometheus_history_begins(usage_prometheus, short_prometheus):  # noqa: F811
     long = PrometheusUsage(usage_prometheus)
-    assert first_data_hour(long, DATA_START - timedelta(days=20), END) == DATA_START
-    assert first_data_hour(PrometheusUsage(short_prometheus), END - timedelta(days=30), END) == END - timedelta(days=2)
-    assert first_data_hour(long, DATA_START - timedelta(days=20), DATA_START - timedelta(days=1)) is None
+    assert long.first_data_hour(DATA_START - timedelta(days=20), END) == DATA_START
+    assert PrometheusUsage(short_prometheus).first_data_hour(END - timedelta(days=30), END) == END - timedelta(days=2)
+    assert long.first_data_hour(DATA_START - timedelta(days=20), DATA_START - timedelta(days=1)) is None
 
 
 def test_retention_drops_old_rows_and_their_hours(database_url, sqlite_ledger):
@@ -370,7 +366,7 @@ def test_the_job_is_scheduled_when_enabled_claimed_once_and_reports_read_the_led
     sqlite_url, usage_prometheus, tmp_path  # noqa: F811
 ):
     from bot.jobs.scheduler import JobBinding, run_scheduled
-    from bot.wiring import ledger_job, scheduled_jobs
+    from bot.wiring.jobs import ledger_job, scheduled_jobs
     from tests.test_scheduler import runtime
 
     off = Settings(database_url=sqlite_url)
@@ -401,7 +397,7 @@ def test_the_job_is_scheduled_when_enabled_claimed_once_and_reports_read_the_led
 def test_settings_refuse_a_retention_shorter_than_the_backfill_and_a_source_that_is_none():
     with pytest.raises(ValueError, match=r"retention_days \(30\) is shorter than backfill_days \(90\).*e.g. backfill_days: 90"):
         LedgerSettings(retention_days=30)
-    from bot.readers import usage_source
+    from bot.wiring.sources import usage_source
 
     with pytest.raises(ValueError, match="not one of auto, ledger, prometheus; e.g. --source ledger"):
         usage_source(Settings(), None, "thanos")
@@ -413,10 +409,10 @@ def test_settings_refuse_a_retention_shorter_than_the_backfill_and_a_source_that
 def test_gpu_cost_in_chat_reads_the_ledger_and_says_which_hours_it_lacks(sqlite_ledger, tmp_path):
     import io
 
-    from actions.store import Store as _Store
+    from actions.store.database import Store as _Store
     from bot.chat.commands import CommandContext, dispatch
     from bot.chat.console import ConsoleChat, to_text
-    from bot.chat.runtime import Runtime
+    from bot.runtime.runtime import Runtime
 
     source = LedgerUsage(LedgerStore(sqlite_ledger), None, cluster=CLUSTER, team_label="team", source="ledger")
     rt = Runtime(

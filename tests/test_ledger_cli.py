@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 from typer.testing import CliRunner
 
-from bot.cli import app
+from bot.cli.main import app
 from tests.test_report_cli import SPOT_NODE
 from tests.test_usage_prometheus import PRICES, TEAMS, usage_prometheus  # noqa: F401 - a session-shared fixture
 

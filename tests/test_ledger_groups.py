@@ -9,11 +9,12 @@ import gc
 import threading
 from datetime import date, datetime, timezone
 
-from actions.collector import collector_paused
-from actions.cost import NodeInfo, PodUsage, UsageData
-from actions.ledger import CAPACITY, HELD, LedgerRow, price_groups
-from actions.ledger_store import LedgerStore
-from actions.model import CapacityType
+from actions.cost.gc_pause import collector_paused
+from actions.ledger.rows import price_groups
+from actions.model.kube import CapacityType
+from actions.model.ledger import CAPACITY, HELD, LedgerRow
+from actions.model.usage import NodeInfo, PodUsage, UsageData
+from actions.store.ledger import LedgerStore
 from tests.databases import *  # noqa: F403
 
 UTC = timezone.utc

@@ -1,4 +1,4 @@
-"""What a sweep keeps on the immutable objects it reads (actions.memo): kept while the object is
+"""What a sweep keeps on the immutable objects it reads (actions.detect.memo): kept while the object is
 the same, never given back for a changed one. Inside ``run`` the watch caches hand every sweep the
 same objects until the cluster changes one (a change decodes a new object)."""
 
@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from actions.consumers import running_consumers
-from actions.model import ClusterSnapshot, GpuPod, KubeObject, Notebook, OwnerRef, Workload
-from actions.owners import OwnerIndex
-from actions.policy import Policy
+from actions.detect.consumers import running_consumers
+from actions.detect.owners import OwnerIndex
+from actions.model.kube import GpuPod, KubeObject, Notebook, OwnerRef
+from actions.model.kueue import Workload
+from actions.model.snapshot import ClusterSnapshot
+from actions.policy.rules import Policy
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
 

@@ -10,21 +10,23 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from actions.executors import KubernetesWriter
-from actions.policy import Policy, Team, TeamDirectory
-from actions.prices import PriceBook, PriceCatalog
-from actions.sources.kubernetes import KubernetesSource
-from actions.sources.prometheus import PrometheusTelemetry
-from actions.store import Store
+from actions.executors.kubernetes import KubernetesWriter
+from actions.policy.rules import Policy
+from actions.policy.teams import Team, TeamDirectory
+from actions.pricing.book import PriceBook
+from actions.pricing.catalog import PriceCatalog
+from actions.sources.kube.reader import KubernetesSource
+from actions.sources.prometheus.telemetry import PrometheusTelemetry
+from actions.store.database import Store
 from bot.chat.approvals import Approvals
 from bot.chat.blocks import proposals
-from bot.chat.runtime import Runtime
 from bot.chat.slack.app import build_app
 from bot.chat.slack.front import events_route
 from bot.chat.slack.web import SlackChat, UserGroups, web_client
+from bot.runtime.runtime import Runtime
 from bot.service.http import serve_http, wsgi_app
 from bot.service.metrics import BotMetrics
-from bot.wiring import sweep_for
+from bot.wiring.jobs import sweep_for
 from tests.fakes.kube_api import FakeKubeApi
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_requests import block_actions_body, post_to_app

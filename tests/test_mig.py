@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from actions.mig import MIB_PER_GB, gpu_variant, profile_memory_mib, smallest_profile
+from actions.hardware.mig import MIB_PER_GB, gpu_variant, profile_memory_mib, smallest_profile
 
 H100 = "NVIDIA H100 80GB HBM3"  # the real H100's NVML name (shared/data h100_identity.json)
 

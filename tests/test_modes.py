@@ -8,19 +8,21 @@ from datetime import timedelta
 
 import pytest
 
-from actions.executors import STOPPED_ANNOTATION
-from actions.in_memory_cluster import InMemoryCluster
-from actions.policy import Policy, Team, TeamDirectory
-from actions.prices import PriceBook, PriceCatalog
-from actions.sources.recorded import RecordedTelemetry
-from actions.store import Store
-from actions.team_policy import PolicyBook
+from actions.executors.in_memory import InMemoryCluster
+from actions.policy.namespaces import PolicyBook
+from actions.policy.rules import Policy
+from actions.policy.teams import Team, TeamDirectory
+from actions.pricing.book import PriceBook
+from actions.pricing.catalog import PriceCatalog
+from actions.remedy.patches import STOPPED_ANNOTATION
+from actions.sources.recording import RecordedTelemetry
+from actions.store.database import Store
 from bot.chat.approvals import Approvals
 from bot.chat.blocks import proposals
 from bot.chat.proposals import POLICY
-from bot.chat.runtime import Runtime
 from bot.chat.slack.web import SlackChat, web_client
-from bot.wiring import sweep_for
+from bot.runtime.runtime import Runtime
+from bot.wiring.jobs import sweep_for
 from tests.databases import sqlite_url  # noqa: F401 (fixture)
 from tests.fakes.slack_api import FakeSlack
 from tests.test_approvals import APPROVER, CHANNEL, DEMO, OTHER, T0, Clock

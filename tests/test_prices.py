@@ -11,10 +11,12 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from actions.gpus import FAMILIES
-from actions.model import CapacityType
-from actions.policy import DEFAULT_IDLE_POWER_WATTS, Policy
-from actions.prices import CatalogError, PriceBook, PriceCatalog, PriceNotFound, PriceOverrides, config_example
+from actions.hardware.gpus import FAMILIES
+from actions.model.kube import CapacityType
+from actions.policy.rules import DEFAULT_IDLE_POWER_WATTS, Policy
+from actions.pricing.book import PriceBook, PriceNotFound, config_example
+from actions.pricing.catalog import CatalogError, PriceCatalog
+from actions.pricing.overrides import PriceOverrides
 
 OD, SPOT, UNKNOWN, RESERVED = (
     CapacityType.ON_DEMAND,
@@ -93,7 +95,7 @@ def test_catalog_uses_the_published_figures(catalog, name):
 
 def test_the_aws_price_cut_is_noted_with_date_percentages_and_url(catalog):
     url = "https://aws.amazon.com/blogs/aws/announcing-up-to-45-price-reduction-for-amazon-ec2-nvidia-gpu-accelerated-instances/"
-    data = json.loads(resources.files("actions").joinpath("data", "prices.json").read_text())
+    data = json.loads(resources.files("actions.pricing").joinpath("data", "prices.json").read_text())
     assert url in data["note"] and "2025-06-01" in data["note"]
     for name, pct in (("p5.48xlarge", "-44%"), ("p5en.48xlarge", "-25%"), ("p4d.24xlarge", "-33%"), ("p4de.24xlarge", "-33%")):
         note = catalog.entry(name).note
@@ -174,7 +176,7 @@ def test_instance_lookup_ignores_case_and_azure_prefix(catalog):
 
 
 def test_bundled_file_is_plain_json_with_top_level_provenance():
-    data = json.loads(resources.files("actions").joinpath("data", "prices.json").read_text())
+    data = json.loads(resources.files("actions.pricing").joinpath("data", "prices.json").read_text())
     assert data["source"] and data["as_of"]
 
 

@@ -15,17 +15,13 @@ from typing import Any, Iterator
 
 import pytest
 
-from actions.model import (
-    ENGINE_ACTIVE,
-    GPU_UTIL,
-    GpuTelemetry,
-    TelemetrySnapshot,
-    parse_time,
-    telemetry_from_jsonable,
-    to_jsonable,
-)
-from actions.policy import Policy
-from actions.sources.prometheus import PrometheusTelemetry, TelemetryError, telemetry_queries
+from actions.model.codec import telemetry_from_jsonable, to_jsonable
+from actions.model.telemetry import ENGINE_ACTIVE, GPU_UTIL, GpuTelemetry, TelemetrySnapshot
+from actions.model.times import parse_time
+from actions.policy.rules import Policy
+from actions.sources.prometheus.api import TelemetryError
+from actions.sources.prometheus.telemetry import PrometheusTelemetry
+from actions.sources.prometheus.telemetry_promql import telemetry_queries
 from tests.fleet import (
     DEMO_TELEMETRY_JSON,
     FLEET_GPUS,

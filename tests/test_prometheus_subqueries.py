@@ -17,15 +17,10 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from actions.model import ENGINE_ACTIVE, GPU_UTIL
-from actions.policy import Policy
-from actions.sources.prometheus import (
-    LOOKBACK_STEP_SECONDS,
-    _by_gpu,
-    _duration,
-    _number,
-    telemetry_queries,
-)
+from actions.model.telemetry import ENGINE_ACTIVE, GPU_UTIL
+from actions.policy.rules import Policy
+from actions.sources.prometheus.promql import by_gpu, duration, number
+from actions.sources.prometheus.telemetry_promql import LOOKBACK_STEP_SECONDS, telemetry_queries
 from tests.fleet import SWEEP_AT, TELEMETRY_END, TELEMETRY_START
 from tests.prometheus_server import fleet_prometheus, running_prometheus  # noqa: F401 (fixture)
 
@@ -39,22 +34,22 @@ POLICIES = (Policy(), Policy(window_seconds=1800, sample_step_seconds=30, engine
 
 def old_queries(policy: Policy) -> dict[str, str]:
     """The subqueries as they were: activity per GPU, its labels read as one, at every step."""
-    window = _duration(policy.window_seconds)
-    step = _duration(policy.sample_step_seconds)
-    lookback = _duration(policy.activity_lookback_seconds)
-    bucket = _duration(LOOKBACK_STEP_SECONDS)
+    window = duration(policy.window_seconds)
+    step = duration(policy.sample_step_seconds)
+    lookback = duration(policy.activity_lookback_seconds)
+    bucket = duration(LOOKBACK_STEP_SECONDS)
 
     def activity(engine: str, util: str) -> str:
-        return f"(100 * {_by_gpu('max', engine)}) or {_by_gpu('max', util)}"
+        return f"(100 * {by_gpu('max', engine)}) or {by_gpu('max', util)}"
 
     present = activity(ENGINE_ACTIVE, GPU_UTIL)
     busy = (
         f"({activity(f'max_over_time({ENGINE_ACTIVE}[{bucket}])', f'max_over_time({GPU_UTIL}[{bucket}])')})"
-        f" > {_number(policy.engine_idle_pct)}"
+        f" > {number(policy.engine_idle_pct)}"
     )
     return {
         "coverage": f"clamp_max(count_over_time(({present})[{window}:{step}]) / "
-                    f"{_number(policy.window_seconds / policy.sample_step_seconds)}, 1)",
+                    f"{number(policy.window_seconds / policy.sample_step_seconds)}, 1)",
         "last_active": f"max_over_time(timestamp({busy})[{lookback}:{bucket}])",
         "first_sample": f"min_over_time(timestamp({present})[{lookback}:{bucket}])",
     }

@@ -1,4 +1,4 @@
-"""Prometheus's answers decoded from their bytes (actions.sources.prometheus_wire) read the same as
+"""Prometheus's answers decoded from their bytes (actions.sources.prometheus.wire) read the same as
 the standard library's json.loads of the same bytes, on a real Prometheus's answers.
 
 The envelope is the Prometheus HTTP API's ("HTTP API", "Format overview", docs/querying/api.md in
@@ -23,14 +23,13 @@ from typing import Any
 
 import pytest
 
-from actions.policy import Policy
-from actions.sources import prometheus_wire
-from actions.sources.prometheus import (
-    GROUP_LABELS,
+from actions.policy.rules import Policy
+from actions.sources.prometheus import wire as prometheus_wire
+from actions.sources.prometheus.api import TelemetryError
+from actions.sources.prometheus.promql import GROUP_LABELS, SOURCE_LABELS
+from actions.sources.prometheus.telemetry import PrometheusTelemetry
+from actions.sources.prometheus.telemetry_promql import (
     SIGNAL_LABEL,
-    SOURCE_LABELS,
-    PrometheusTelemetry,
-    TelemetryError,
     assemble_snapshot,
     presence_query,
     telemetry_queries,

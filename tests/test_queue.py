@@ -9,17 +9,23 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from actions.model import CapacityType, ClusterSnapshot, Finding, PriceQuote, Workload
-from actions.policy import Policy, Team, TeamDirectory
-from actions.prices import PriceBook, PriceCatalog
-from actions.queue import queue_report, wait_sentence
-from actions.sources.kubernetes import KubernetesSource
-from actions.sources.recorded import RecordedTelemetry
-from actions.store import Store
+from actions.kueue.queues import queue_report, wait_sentence
+from actions.model.findings import Finding
+from actions.model.kube import CapacityType
+from actions.model.kueue import Workload
+from actions.model.quote import PriceQuote
+from actions.model.snapshot import ClusterSnapshot
+from actions.policy.rules import Policy
+from actions.policy.teams import Team, TeamDirectory
+from actions.pricing.book import PriceBook
+from actions.pricing.catalog import PriceCatalog
+from actions.sources.kube.reader import KubernetesSource
+from actions.sources.recording import RecordedTelemetry
+from actions.store.database import Store
 from bot.chat.commands import CommandContext, dispatch
 from bot.chat.console import ConsoleChat
 from bot.chat.proposals import Proposals
-from bot.chat.runtime import Runtime
+from bot.runtime.runtime import Runtime
 from tests.databases import sqlite_url  # noqa: F401 (fixture)
 from tests.fakes.kube_api import FakeKubeApi
 from tests.test_approvals import DEMO, T0, Clock

@@ -8,18 +8,21 @@ from __future__ import annotations
 import io
 from datetime import timedelta
 
-from actions.executors import STOPPED_ANNOTATION, KubernetesWriter
-from actions.policy import Policy, Team, TeamDirectory
-from actions.prices import PriceBook, PriceCatalog
-from actions.sources.kubernetes import KubernetesSource
-from actions.sources.recorded import RecordedTelemetry
-from actions.store import Store
+from actions.executors.kubernetes import KubernetesWriter
+from actions.policy.rules import Policy
+from actions.policy.teams import Team, TeamDirectory
+from actions.pricing.book import PriceBook
+from actions.pricing.catalog import PriceCatalog
+from actions.remedy.patches import STOPPED_ANNOTATION
+from actions.sources.kube.reader import KubernetesSource
+from actions.sources.recording import RecordedTelemetry
+from actions.store.database import Store
 from bot.chat.approvals import Approvals
 from bot.chat.commands import CommandContext, dispatch
 from bot.chat.console import ConsoleChat
 from bot.chat.proposals import Proposals
-from bot.chat.runtime import Runtime
 from bot.jobs.alerts import AlertsJob
+from bot.runtime.runtime import Runtime
 from bot.settings import AlertSettings
 from tests import workload_shapes as shapes
 from tests.databases import sqlite_url  # noqa: F401 (fixture)

@@ -21,8 +21,8 @@ import pytest
 import sqlalchemy as sa
 from apscheduler.triggers.interval import IntervalTrigger
 
-from actions.lease import parse_micro_time
-from actions.store import Store
+from actions.sources.kube.lease import parse_micro_time
+from actions.store.database import Store
 from bot.jobs.scheduler import ScheduledJob, run_jobs_forever
 from bot.service.leader import JITTER
 from bot.settings import Settings

@@ -12,17 +12,17 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from actions.policy import Policy
-from actions.reporting import CostSetup
-from actions.sources.kubernetes import KubernetesSource
-from actions.sources.prometheus_usage import PrometheusUsage
-from actions.store import Store
+from actions.cost.reporting import CostSetup
+from actions.policy.rules import Policy
+from actions.sources.kube.reader import KubernetesSource
+from actions.sources.prometheus.usage import PrometheusUsage
+from actions.store.database import Store
 from bot.chat.commands import CommandContext, dispatch
 from bot.chat.console import ConsoleChat, to_text
-from bot.chat.runtime import Runtime
 from bot.chat.slack.app import build_app
 from bot.chat.slack.web import web_client
-from bot.cli import app
+from bot.cli.main import app
+from bot.runtime.runtime import Runtime
 from tests.fakes.kube_api import FakeKubeApi
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_requests import bolt_request, slash_command_body

@@ -16,10 +16,11 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from bot.chat.runtime import Runtime
 from bot.jobs.scheduler import JOBSTORE_TABLE, JobBinding, ScheduledJob, run_scheduled
+from bot.runtime.runtime import Runtime
 from bot.settings import Settings
-from bot.wiring import background_for, build_runtime, scheduled_jobs
+from bot.wiring.jobs import background_for, scheduled_jobs
+from bot.wiring.runtime import build_runtime
 from tests.databases import *  # noqa: F403
 from tests.fakes.kube_api import FakeKubeApi
 from tests.waiting import wait_for

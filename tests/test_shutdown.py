@@ -16,10 +16,11 @@ from datetime import timedelta
 
 import pytest
 
-from actions.executors import STOPPED_ANNOTATION, KubernetesWriter
-from actions.in_memory_cluster import InMemoryCluster
-from actions.sources.kubernetes import KubernetesSource
-from actions.store import Store
+from actions.executors.in_memory import InMemoryCluster
+from actions.executors.kubernetes import KubernetesWriter
+from actions.remedy.patches import STOPPED_ANNOTATION
+from actions.sources.kube.reader import KubernetesSource
+from actions.store.database import Store
 from bot.chat.approvals import Approvals
 from bot.chat.blocks import proposals
 from bot.chat.proposals import SYSTEM, Proposals, finding_of
@@ -27,7 +28,7 @@ from bot.chat.slack.app import build_app
 from bot.chat.slack.web import web_client
 from bot.service.metrics import BotMetrics
 from bot.settings import Settings
-from bot.wiring import slack_process
+from bot.wiring.process import slack_process
 from tests.databases import *  # noqa: F403
 from tests.fakes.kube_api import FakeKubeApi
 from tests.fakes.slack_api import FakeSlack
@@ -279,7 +280,7 @@ def test_a_real_process_recovers_at_start_serves_and_stops_on_sigterm(tmp_path, 
     }))
     env = {**os.environ, "SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": SECRET}
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from bot.cli import app; app()", "run", "--config", str(config),
+        [sys.executable, "-c", "from bot.cli.main import app; app()", "run", "--config", str(config),
          "--cluster-state", str(DEMO / "cluster.json"), "--telemetry", str(DEMO / "telemetry.json")],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )

@@ -17,7 +17,7 @@ from bot.chat.slack.app import build_app
 from bot.chat.slack.web import web_client
 from bot.service.metrics import BotMetrics
 from bot.settings import Settings
-from bot.wiring import slack_process
+from bot.wiring.process import slack_process
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_requests import slash_command_body
 from tests.prometheus_server import free_port

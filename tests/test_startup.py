@@ -21,7 +21,7 @@ def _fresh(code: str) -> dict:
 def test_the_sweep_imports_nothing_it_does_not_use():
     seen = _fresh(
         "import json, sys\n"
-        "import bot.cli, bot.wiring\n"
+        "import bot.cli.main, bot.wiring.runtime, bot.wiring.jobs, bot.wiring.process\n"
         "print(json.dumps({'loaded': sorted(m for m in ('matplotlib', 'slack_sdk', 'slack_bolt', 'boto3',"
         " 'apscheduler.schedulers') if m in sys.modules)}))"
     )

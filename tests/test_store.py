@@ -19,20 +19,14 @@ from alembic.migration import MigrationContext
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 
-import actions.activity_store  # noqa: F401 - the activity state table is a model too
-import actions.ledger_store  # noqa: F401 - the ledger's tables are models too
-from actions.model import ActionVerb, ObjectRef
-from actions.store import (
-    OPEN_STATES,
-    TERMINAL_STATES,
-    VERSION_TABLE,
-    ActionRequest,
-    DuplicateOpenRequest,
-    RequestState,
-    Store,
-    include_object,
-    metadata,
-)
+import actions.store.activity  # noqa: F401 - the activity state table is a model too
+import actions.store.ledger  # noqa: F401 - the ledger's tables are models too
+from actions.model.findings import ActionVerb
+from actions.model.kube import ObjectRef
+from actions.store.database import Store
+from actions.store.requests import ActionRequest
+from actions.store.schema import VERSION_TABLE, include_object, metadata
+from actions.store.states import OPEN_STATES, TERMINAL_STATES, DuplicateOpenRequest, RequestState
 from tests.databases import *  # noqa: F403
 
 T0 = datetime(2026, 11, 23, 9, 0, tzinfo=timezone.utc)
@@ -121,7 +115,7 @@ def test_migration_matches_models(store: Store) -> None:
 
 _MIGRATE_AT = """
 import sys, time
-from actions.store import Store
+from actions.store.database import Store
 # A first migration of a throwaway database loads alembic and the scripts, so that after the
 # common start time each replica reaches its DDL within milliseconds of the others.
 with Store("sqlite://") as warm_up:
@@ -540,8 +534,8 @@ def test_a_job_run_is_claimed_once_across_replicas(database_url: str) -> None:
 
 
 def test_live_prices_are_cached_and_aged_out(store: Store) -> None:
-    from actions.model import CapacityType
-    from actions.prices import LivePrice
+    from actions.model.kube import CapacityType
+    from actions.pricing.live import LivePrice
 
     def price(usd: float, as_of: datetime) -> LivePrice:
         return LivePrice("p5.48xlarge", CapacityType.SPOT, usd, "EC2 spot price history (us-east-1)", as_of, "us-east-1")

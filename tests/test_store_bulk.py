@@ -1,4 +1,4 @@
-"""actions.store_bulk on SQLite and PostgreSQL: each batched operation leaves the database exactly
+"""actions.store.bulk on SQLite and PostgreSQL: each batched operation leaves the database exactly
 as its one-request counterpart in Store does, and its statements do not grow with the requests."""
 
 from __future__ import annotations
@@ -11,9 +11,11 @@ from typing import Any, Iterator
 import pytest
 import sqlalchemy as sa
 
-from actions import store_bulk
-from actions.model import ActionVerb
-from actions.store import ActionRequest, DuplicateOpenRequest, Store, new_request
+from actions.model.findings import ActionVerb
+from actions.store import bulk as store_bulk
+from actions.store.database import Store
+from actions.store.requests import ActionRequest, new_request
+from actions.store.states import DuplicateOpenRequest
 from tests.databases import *  # noqa: F403
 
 T0 = datetime(2026, 11, 23, 9, 0, tzinfo=timezone.utc)

@@ -41,17 +41,19 @@ from datetime import timedelta
 
 import pytest
 
-from actions.executors import KubernetesWriter
-from actions.policy import ADMIN_TEAM, Policy, TeamDirectory
-from actions.prices import PriceBook, PriceCatalog
-from actions.sources.kubernetes import KubernetesSource
-from actions.sources.prometheus import PrometheusTelemetry
-from actions.store import Store
+from actions.executors.kubernetes import KubernetesWriter
+from actions.policy.rules import Policy
+from actions.policy.teams import ADMIN_TEAM, TeamDirectory
+from actions.pricing.book import PriceBook
+from actions.pricing.catalog import PriceCatalog
+from actions.sources.kube.reader import KubernetesSource
+from actions.sources.prometheus.telemetry import PrometheusTelemetry
+from actions.store.database import Store
 from bot.chat.approvals import Approvals
 from bot.chat.blocks import proposals as blocks
 from bot.chat.proposals import Proposals
-from bot.chat.runtime import Runtime
 from bot.chat.slack.web import SlackChat, web_client
+from bot.runtime.runtime import Runtime
 from tests import gpu_shapes as shapes
 from tests.fakes.kube_api import FakeKubeApi
 from tests.fakes.slack_api import FakeSlack

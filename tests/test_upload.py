@@ -10,9 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from bot.chat import ChatError
 from bot.chat.console import ConsoleChat
 from bot.chat.slack.web import SlackChat, web_client
+from bot.runtime.chat import ChatError
 from tests.fakes.slack_api import FakeSlack
 
 

@@ -26,11 +26,18 @@ from typing import Iterator
 
 import pytest
 
-from actions.cost import UNALLOCATED, compute_cost_report, parse_period
-from actions.model import ENGINE_ACTIVE, GPU_UTIL, CapacityType, Node
-from actions.policy import Policy, Team, TeamDirectory
-from actions.prices import PriceBook, PriceCatalog, PriceOverrides
-from actions.sources.prometheus_usage import PrometheusUsage, presence_queries, usage_queries
+from actions.cost.engine import compute_cost_report
+from actions.cost.periods import parse_period
+from actions.cost.report import UNALLOCATED
+from actions.model.kube import CapacityType, Node
+from actions.model.telemetry import ENGINE_ACTIVE, GPU_UTIL
+from actions.policy.rules import Policy
+from actions.policy.teams import Team, TeamDirectory
+from actions.pricing.book import PriceBook
+from actions.pricing.catalog import PriceCatalog
+from actions.pricing.overrides import PriceOverrides
+from actions.sources.prometheus.usage import PrometheusUsage
+from actions.sources.prometheus.usage_promql import presence_queries, usage_queries
 from tests.fleet import model_name, phase_rows
 from tests.prometheus_server import shared_prometheus
 

@@ -25,8 +25,9 @@ from urllib.parse import quote
 
 import urllib3
 
-from actions.model import ObjectRef, ProposedAction
-from actions.patches import ExecutorError, check_target, plan_apply, plan_restore
+from actions.model.findings import ProposedAction
+from actions.model.kube import ObjectRef
+from actions.remedy.patches import ExecutorError, check_target, plan_apply, plan_restore
 
 
 def server_of(target: ObjectRef) -> tuple[str, str]:

@@ -1,6 +1,6 @@
 """Applying an approved ``ProposedAction`` to a live Kubernetes cluster, and undoing it.
 
-What to patch is decided by :mod:`actions.patches` (pure); :class:`KubernetesWriter` reads the
+What to patch is decided by :mod:`actions.remedy.patches` (pure); :class:`KubernetesWriter` reads the
 target, sends the merge patch and reports. Each verb's patch and its inverse are described there.
 """
 
@@ -15,8 +15,9 @@ import kubernetes.client
 import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
 
-from actions.model import ObjectRef, ProposedAction
-from actions.patches import ExecutorError, check_target, deletion_record, plan_apply, plan_restore
+from actions.model.findings import ProposedAction
+from actions.model.kube import ObjectRef
+from actions.remedy.patches import ExecutorError, check_target, deletion_record, plan_apply, plan_restore
 
 MERGE_PATCH = "application/merge-patch+json"
 # kind -> plural of the custom resources the executors patch (group and version come from the

@@ -1,6 +1,5 @@
-"""One module per outside system the bot reads, each turning it into ``actions.model`` data:
-Prometheus (:mod:`.prometheus` telemetry, :mod:`.prometheus_usage` cost history,
-:mod:`.prometheus_kueue` Kueue's metrics), the Kubernetes API (:mod:`.kubernetes`, decoded by
-:mod:`.kubeobjects`), a kubectl dump (:mod:`.kubectl_dump`), a telemetry recording
-(:mod:`.recorded`) and AWS prices (:mod:`.aws_prices`).
+"""The edges that read the outside world into ``actions.model`` data, one package or module per
+system: ``kube/`` (the Kubernetes API and kubectl dumps), ``prometheus/`` (telemetry, usage,
+history and Kueue's metrics), ``aws/`` (live prices) and :mod:`.recording` (telemetry replayed
+from a recording). Each implements a port of :mod:`actions.ports`.
 """

@@ -12,12 +12,12 @@ from datetime import timedelta
 
 import sqlalchemy.exc
 
-from actions.alerts import snooze_family
-from bot.chat import ChatError, Message, MessageRef
+from actions.alerts.alert import snooze_family
 from bot.chat.approvals import NOT_RECORDED, Outcome
 from bot.chat.blocks import plain, short_time
 from bot.chat.blocks.alerts import snoozed_message
-from bot.chat.runtime import Runtime
+from bot.runtime.chat import ChatError, Message, MessageRef
+from bot.runtime.runtime import Runtime
 
 log = logging.getLogger(__name__)
 

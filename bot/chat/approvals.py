@@ -24,14 +24,16 @@ from datetime import datetime, timedelta
 
 import sqlalchemy.exc
 
-from actions.advice_request import RIGHT_SIZE
-from actions.model import ActionVerb, to_jsonable
-from actions.patches import ExecutorError
-from actions.store import ActionRequest, RequestState
+from actions.advice.request import RIGHT_SIZE
+from actions.model.codec import to_jsonable
+from actions.model.findings import ActionVerb
+from actions.remedy.patches import ExecutorError
+from actions.store.requests import ActionRequest
+from actions.store.states import RequestState
 from bot.chat.blocks import plain, short_time
 from bot.chat.blocks.proposals import APPROVE, DENY, EXEMPT, RESTORE, SNOOZE
 from bot.chat.proposals import SYSTEM, Proposals, finding_of
-from bot.chat.runtime import Runtime
+from bot.runtime.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +195,7 @@ class Approvals:
         request_id, finding = req.id, finding_of(req)
         try:
             # Right-sizing is re-checked by the executor itself: it reads the target and plans the
-            # patch only while its GPU request is what the advice saw (actions.resize).
+            # patch only while its GPU request is what the advice saw (actions.remedy.resize).
             fresh = finding if req.kind == RIGHT_SIZE else {
                 f.key: f for f in self.rt.detect(now, cluster=req.cluster)
             }.get(req.key)

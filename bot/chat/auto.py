@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from actions.text import duration
 from bot.chat.approvals import Approvals
 from bot.chat.proposals import POLICY, SYSTEM, finding_of
-from bot.chat.runtime import Runtime
+from bot.runtime.runtime import Runtime
 
 log = logging.getLogger(__name__)
 

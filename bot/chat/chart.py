@@ -14,7 +14,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from actions.cost import CAPACITY_ORDER, CostReport, DailyCost, TeamReport
+from actions.cost.report import CAPACITY_ORDER, CostReport, DailyCost, TeamReport
 
 # One colour per capacity type, kept the same across every chart the bot draws.
 COLOURS = {

@@ -15,8 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
-from actions.model import utc_now
-from bot.chat import ChatError, Message, MessageRef
+from actions.model.times import utc_now
 from bot.chat.alert_snooze import DEFAULT_SNOOZE_SECONDS
 from bot.chat.alert_snooze import snooze as snooze_alert
 from bot.chat.approvals import Approvals, Outcome
@@ -24,7 +23,8 @@ from bot.chat.blocks.alerts import ALERT_SNOOZE, APPROVE_ALL
 from bot.chat.blocks.proposals import APPROVE, DENY, EXEMPT, RESTORE, SNOOZE
 from bot.chat.commands import CommandContext, dispatch
 from bot.chat.failures import explain
-from bot.chat.runtime import Runtime
+from bot.runtime.chat import ChatError, Message, MessageRef
+from bot.runtime.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ class ConsoleChat:
 
     def find(self, channel: str, event_type: str, payload: dict[str, Any], since: datetime) -> MessageRef | None:
         """The newest message this console posted to ``channel`` since ``since`` with that
-        metadata (see :meth:`bot.chat.Chat.find`)."""
+        metadata (see :meth:`bot.runtime.chat.Chat.find`)."""
         for ref, meta in reversed(list(self._metadata.items())):
             posted = self._posted.get(ref.ts)
             if ref.channel != channel or meta.get("event_type") != event_type or (posted and posted < since):

@@ -54,13 +54,13 @@ def explain(error: BaseException) -> Explained:
     # modules bring the kubernetes client and SQLAlchemy, seconds of start-up `check` never needs.
     import sqlalchemy.exc
 
-    from actions.cost import PeriodError
-    from actions.estimate import EstimateInputError
-    from actions.sources.aws_prices import PriceFetchError
-    from actions.sources.kubectl_dump import KubectlDumpError
-    from actions.sources.kubernetes import ClusterConfigError, ClusterReadError
-    from actions.sources.prometheus import TelemetryError
-    from actions.sources.recorded import RecordingError
+    from actions.cost.periods import PeriodError
+    from actions.estimate.request import EstimateInputError
+    from actions.sources.aws.price_list import PriceFetchError
+    from actions.sources.kube.dump import KubectlDumpError
+    from actions.sources.kube.reader import ClusterConfigError, ClusterReadError
+    from actions.sources.prometheus.api import TelemetryError
+    from actions.sources.recording import RecordingError
 
     if isinstance(error, ConfigError):
         return Explained(f"configuration error:\n{error}", USAGE)

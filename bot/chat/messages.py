@@ -22,14 +22,15 @@ import logging
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
-from actions import store_bulk
-from actions.advice_request import RIGHT_SIZE
-from actions.model import Finding, finding_from_jsonable
-from actions.store import ActionRequest
-from bot.chat import ChatError, Message, MessageRef
+from actions.advice.request import RIGHT_SIZE
+from actions.model.codec import finding_from_jsonable
+from actions.model.findings import Finding
+from actions.store import bulk as store_bulk
+from actions.store.requests import ActionRequest
 from bot.chat.blocks.proposals import RequestStatus, proposal_message
 from bot.chat.blocks.right_size import right_size_message
-from bot.chat.runtime import Runtime
+from bot.runtime.chat import ChatError, Message, MessageRef
+from bot.runtime.runtime import Runtime
 
 log = logging.getLogger(__name__)
 

@@ -27,21 +27,24 @@ import logging
 from collections.abc import Collection, Mapping
 from datetime import datetime, timedelta
 
-from actions import store_bulk
-from actions.advice_model import Recommendation
-from actions.advice_request import RIGHT_SIZE, advice_finding
-from actions.model import Finding, finding_from_jsonable, to_jsonable
-from actions.patches import ExecutorError, plan_apply, plan_restore
-from actions.store import ActionRequest, RequestState, new_request
+from actions.advice.model import Recommendation
+from actions.advice.request import RIGHT_SIZE, advice_finding
+from actions.model.codec import finding_from_jsonable, to_jsonable
+from actions.model.findings import Finding
+from actions.remedy.patches import ExecutorError, plan_apply, plan_restore
+from actions.store import bulk as store_bulk
+from actions.store.requests import ActionRequest, new_request
+from actions.store.states import RequestState
 from bot.chat.blocks import duration, short_time
 from bot.chat.messages import MessageSync
-from bot.chat.runtime import Runtime
+from bot.runtime.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
 SYSTEM = "system"
 # The actor of what a team's policy does on its own (mode auto), in the audit and the message.
 POLICY = "policy"
+
 
 def finding_of(req: ActionRequest) -> Finding:
     """The finding a request was proposed for (as last refreshed by a sweep)."""

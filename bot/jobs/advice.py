@@ -15,13 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from actions.advice import could_save
-from actions.advice_request import silenced
-from actions.advising import AdviceResult
-from actions.policy import TeamDirectory
-from actions.store import Store
-from bot.chat import Chat, ChatError
+from actions.advice.recommend import could_save
+from actions.advice.request import silenced
+from actions.advice.round import AdviceResult
+from actions.policy.teams import TeamDirectory
+from actions.store.database import Store
 from bot.chat.blocks.advice import advice_message
+from bot.runtime.chat import Chat, ChatError
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ AdviceFn = Callable[[datetime, str | None], AdviceResult]
 
 @dataclass
 class AdviceJob:
-    """Posts new advice: ``advice(at, team)`` computes it (:meth:`bot.chat.runtime.Runtime.advice`),
+    """Posts new advice: ``advice(at, team)`` computes it (:meth:`bot.runtime.runtime.Runtime.advice`),
     ``teams`` say where each team's goes."""
 
     store: Store
@@ -50,7 +50,7 @@ class AdviceJob:
         messages sent), ``repeated`` (claimed before: unchanged), ``no-channel`` (a team without
         a channel and no default), ``requests`` (right-sizing requests made with Approve/Deny for the
         team's approvers), ``silenced`` (advice a team snoozed or exempted from a request's
-        buttons: :func:`~actions.advice_request.silenced`). Raises what the advice sources raise; a post that fails is
+        buttons: :func:`~actions.advice.request.silenced`). Raises what the advice sources raise; a post that fails is
         logged and its advice stays claimed (it may have been shown)."""
         result = self.advice(now, None)
         counts = {"posted": 0, "repeated": 0, "no-channel": 0, "requests": 0, "silenced": 0}

@@ -14,25 +14,23 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from actions.alerts import (
-    Alert,
-    budget_alerts,
-    cluster_queue_wait_alerts,
-    idle_on_demand_alerts,
-    in_cluster,
-    queue_wait_alerts,
-    snooze_family,
-    spot_ratio_alerts,
-)
-from actions.fleet import FleetReport, one_line
-from actions.freeing import plan_freeing
-from actions.model import ClusterSnapshot, Finding, Node, utc_now
-from actions.policy import TeamDirectory
-from actions.queue import QueueReport
-from actions.sources.prometheus_kueue import KueueMetrics
-from actions.store import Store
-from bot.chat import Chat, ChatError
+from actions.alerts.alert import Alert, in_cluster, snooze_family
+from actions.alerts.budgets import budget_alerts
+from actions.alerts.capacity import idle_on_demand_alerts, spot_ratio_alerts
+from actions.alerts.queues import cluster_queue_wait_alerts, queue_wait_alerts
+from actions.cost.fleet import FleetReport
+from actions.kueue.freeing import plan_freeing
+from actions.kueue.queues import QueueReport
+from actions.model.findings import Finding
+from actions.model.kube import Node
+from actions.model.snapshot import ClusterSnapshot
+from actions.model.times import utc_now
+from actions.policy.teams import TeamDirectory
+from actions.sources.prometheus.kueue import KueueMetrics
+from actions.store.database import Store
+from actions.text import one_line
 from bot.chat.blocks.alerts import alert_message
+from bot.runtime.chat import Chat, ChatError
 from bot.settings import AlertSettings
 
 log = logging.getLogger(__name__)
@@ -69,7 +67,7 @@ class AlertsJob:
     """The alerts, with what they read and where they post.
 
     ``read_queues(now, cluster=name)`` gives a cluster's snapshot, idle findings and Kueue
-    queues (:meth:`bot.chat.runtime.Runtime.read_queues`); ``budgets()`` team -> USD per month;
+    queues (:meth:`bot.runtime.runtime.Runtime.read_queues`); ``budgets()`` team -> USD per month;
     ``spend_report(start, end)`` the period's FleetReport, every cluster's cost and the teams'
     sums over them, for the month-to-date spend (None: no budget alerts from the schedule);
     ``kueue`` maps a cluster's name (``""`` for a bot of one) to the reader of its ClusterQueue
@@ -138,7 +136,7 @@ class AlertsJob:
 
     def _cluster_alerts(self, now: datetime, cluster: str) -> _ClusterAlerts:
         """The queue-wait, ClusterQueue p90 and spot-ratio alerts of ``cluster`` (``""``: the
-        only one), named by :func:`~actions.alerts.in_cluster` when there are several."""
+        only one), named by :func:`~actions.alerts.alert.in_cluster` when there are several."""
         cfg = self.settings
         where = f"cluster {cluster}: " if cluster else ""
         alerts: list[Alert] = []

@@ -25,14 +25,13 @@ from zoneinfo import ZoneInfo
 
 from apscheduler.triggers.cron import CronTrigger
 
-from actions.advice import could_save
-from actions.advice_request import silenced
-from actions.advising import AdviceResult
-from actions.cost import CostReport, TeamReport
-from actions.fleet import FleetReport
-from actions.model import utc_now
-from actions.store import Store
-from bot.chat import Chat, Message
+from actions.advice.recommend import could_save
+from actions.advice.request import silenced
+from actions.advice.round import AdviceResult
+from actions.cost.fleet import FleetReport
+from actions.cost.report import CostReport, TeamReport
+from actions.model.times import utc_now
+from actions.store.database import Store
 from bot.chat.blocks import section
 from bot.chat.blocks.advice import could_save_lines
 from bot.chat.blocks.digests import (
@@ -43,6 +42,7 @@ from bot.chat.blocks.digests import (
     unreachable_note,
 )
 from bot.chat.chart import cost_chart_png
+from bot.runtime.chat import Chat, Message
 from bot.settings import Settings
 
 __all__ = [
@@ -68,6 +68,7 @@ DIGEST_CATCH_UP_SECONDS = 6 * 3600
 ReportFn = Callable[[datetime, datetime], CostReport | FleetReport]
 ChartFn = Callable[[TeamReport | CostReport], bytes]
 AdviceFn = Callable[[datetime, str | None], AdviceResult]
+
 
 def last_fire_time(trigger: CronTrigger, now: datetime, lookback_seconds: float) -> datetime | None:
     """The latest fire time of ``trigger`` in ``(now - lookback_seconds, now]`` as aware UTC, or
@@ -150,12 +151,12 @@ def _filename(who: str, end: datetime, tz: str) -> str:
 class DigestsJob:
     """Sends the digests that are due: ``settings`` gives the schedule (``costs``), the teams and
     the admin channel; ``reports(start, end)`` computes a period's CostReport, or a FleetReport
-    (:meth:`bot.chat.runtime.Runtime.fleet_report`) whose digests, when it has several clusters,
+    (:meth:`bot.runtime.runtime.Runtime.fleet_report`) whose digests, when it has several clusters,
     say each cluster's share and name those whose report failed; ``chart(report)`` draws a TeamReport or CostReport
     as PNG bytes. Claims are recorded in ``store`` as ``holder`` (this replica's identity).
     ``unreachable()`` gives the clusters the last sweep could not read (cluster -> why), named in
-    every digest (:attr:`bot.chat.runtime.Runtime.unreachable`). ``advice(at, team)``
-    (:meth:`bot.chat.runtime.Runtime.advice`; None: no advice) adds a
+    every digest (:attr:`bot.runtime.runtime.Runtime.unreachable`). ``advice(at, team)``
+    (:meth:`bot.runtime.runtime.Runtime.advice`; None: no advice) adds a
     "could save" section: the top three recommendations and their total."""
 
     store: Store

@@ -5,7 +5,7 @@ Prometheus longer than an hour's worth), back to ``ledger.backfill_days`` or the
 Prometheus holds; then drops rows older than ``ledger.retention_days``. A first start and any gap
 (the bot was down, Prometheus unreachable) are filled by the same runs. Each run is claimed like
 every scheduled run (:mod:`bot.jobs.scheduler`), and each hour by its own row
-(:meth:`actions.ledger_store.LedgerStore.write_hour`), so no hour is written twice.
+(:meth:`actions.store.ledger.LedgerStore.write_hour`), so no hour is written twice.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Callable
 
-from actions.ledger import floor_hour
-from actions.ledger_store import LedgerStore
-from actions.policy import Policy
-from actions.sources.ledger_usage import LedgerRollup, Rolled, retention_cutoff
+from actions.ledger.rollup import LedgerRollup, Rolled, retention_cutoff
+from actions.model.times import floor_hour
+from actions.policy.rules import Policy
+from actions.store.ledger import LedgerStore
 from bot.settings import LedgerSettings
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """The scheduler that runs the jobs (APScheduler 3), their state in the database, and who runs them.
 
 A job is a :class:`ScheduledJob`: an id, its trigger, and ``run(scheduled_at)`` with everything it
-needs already bound (``bot.wiring.scheduled_jobs`` builds the list; each job's module is in this
+needs already bound (``bot.wiring.jobs.scheduled_jobs`` builds the list; each job's module is in this
 package). The scheduler knows no job's body.
 
 Where the state lives: APScheduler's ``SQLAlchemyJobStore`` (table ``apscheduler_jobs``) in the
@@ -17,7 +17,7 @@ Neither skipped nor run twice:
 - a job whose schedule is unchanged keeps its stored next run time when a scheduler starts, so the
   run that fell due meanwhile is still due;
 - before running, each run is claimed in the ``job_run`` table by (job id, scheduled fire time)
-  (:meth:`actions.store.Store.claim_job_run`): if two schedulers ever fire the same run (a leader
+  (:meth:`actions.store.database.Store.claim_job_run`): if two schedulers ever fire the same run (a leader
   that stalled past its lease and the replica that took over), the second finds it claimed and
   skips it.
 
@@ -41,9 +41,9 @@ from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.base import BaseTrigger
 
-from actions.lease import lease_client
-from actions.model import utc_now
-from actions.store import Store
+from actions.model.times import utc_now
+from actions.sources.kube.lease import lease_client
+from actions.store.database import Store
 from bot.service.leader import ElectionTiming, LeaderElector, lease_namespace, replica_identity
 from bot.service.process import run_until_signalled
 from bot.settings import KubernetesSettings, LeaderElectionSettings
@@ -282,7 +282,7 @@ class BackgroundJobs:
     def start(self) -> "BackgroundJobs":
         """Start campaigning for the Lease (election enabled) or the scheduler (disabled). Raises
         ValueError when the Lease's namespace is unknown,
-        :class:`~actions.sources.kubernetes.ClusterConfigError` when there is no cluster
+        :class:`~actions.sources.kube.reader.ClusterConfigError` when there is no cluster
         configuration."""
         le = self._election
         if not le.enabled:

@@ -2,7 +2,7 @@
 demo.
 
 Two stages: :meth:`Sweep.detection` reads the cluster and the telemetry and runs the idle detector
-(``detect``, :meth:`bot.chat.runtime.Runtime.detection` in the bot), with warnings of what the data
+(``detect``, :meth:`bot.runtime.runtime.Runtime.detection` in the bot), with warnings of what the data
 lacked; :meth:`Sweep.run` then brings the proposals in line with the findings
 (:meth:`bot.chat.proposals.Proposals.reconcile`). ``sweep --json`` stops after the first stage and
 needs no database. With ``metrics`` each sweep is recorded: its phases' seconds, its outcome, the
@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from actions.detection import Detection
-from actions.fleet import FleetDetection
-from actions.model import utc_now
+from actions.detect.clusters import FleetDetection
+from actions.detect.detection import Detection
+from actions.model.times import utc_now
 from bot.chat.auto import AutoActions
 from bot.chat.proposals import Proposals
 from bot.service.metrics import BotMetrics

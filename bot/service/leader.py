@@ -31,8 +31,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Protocol
 
-from actions.lease import Lease, LeaseConflict, LeaseError, LeaseRecord
-from actions.model import utc_now
+from actions.model.times import utc_now
+from actions.sources.kube.lease import Lease, LeaseConflict, LeaseError, LeaseRecord
 from bot.settings import LeaderElectionSettings
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ JITTER = 0.2
 
 
 class LeaseAccess(Protocol):
-    """What the elector needs of a Lease: :class:`actions.lease.LeaseClient` provides it."""
+    """What the elector needs of a Lease: :class:`actions.sources.kube.lease.LeaseClient` provides it."""
 
     def get(self, *, timeout: float) -> Lease | None: ...
 

@@ -23,8 +23,10 @@ from prometheus_client import (
     Histogram,
 )
 
-from actions.model import ActionVerb, CapacityType, Finding
-from actions.store import STATES, RequestState, Store
+from actions.model.findings import ActionVerb, Finding
+from actions.model.kube import CapacityType
+from actions.store.database import Store
+from actions.store.states import STATES, RequestState
 
 log = logging.getLogger(__name__)
 

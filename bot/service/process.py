@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from actions.store import Store
+from actions.store.database import Store
 from bot.service.http import HttpOptions, HttpServer, serve_http, wsgi_app
 from bot.service.metrics import BotMetrics
 from bot.service.work import Periodic, WorkerPool

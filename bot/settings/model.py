@@ -22,10 +22,11 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from actions.advice_model import AdvicePolicy
-from actions.policy import Policy, Team, TeamDirectory, slack_ids
-from actions.prices import PriceOverrides
-from actions.team_policy import merged
+from actions.policy.advice import AdvicePolicy
+from actions.policy.namespaces import merged
+from actions.policy.rules import Policy
+from actions.policy.teams import Team, TeamDirectory, slack_ids
+from actions.pricing.overrides import PriceOverrides
 from bot.settings.clusters import ClusterSettings, ClusterTarget, check_clusters, cluster_name_ok, targets
 from bot.settings.cron import digest_trigger
 

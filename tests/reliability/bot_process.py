@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from actions.store import Store
+from actions.store.database import Store
 from tests.fakes.kube_api import FakeKubeApi
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_requests import block_actions_body, sign, slash_command_body

@@ -1,4 +1,4 @@
-"""Block Kit, rendered purely: data in, :class:`~bot.chat.Message` out. No I/O, no clock reads.
+"""Block Kit, rendered purely: data in, :class:`~bot.runtime.chat.Message` out. No I/O, no clock reads.
 
 This package holds the builders every message shares (header, section, context, errors) and
 Slack's limits (50 blocks per message, 3000 characters per section text, 150 per header); one
@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from actions.text import duration, plain, usd  # noqa: F401 - re-exported for the chat layer
-from bot.chat import Message
+from bot.runtime.chat import Message
 
 
 def short_time(t: datetime) -> str:

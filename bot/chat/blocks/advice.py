@@ -1,14 +1,14 @@
 """Advice as Block Kit: ``/gpu advise``, ``gpu-cost-bot advise`` (through the console's text) and
-the digest's "could save" section. Pure: recommendations in, :class:`~bot.chat.Message` out."""
+the digest's "could save" section. Pure: recommendations in, :class:`~bot.runtime.chat.Message` out."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Collection, Sequence
 
-from actions.advice_model import Recommendation
-from bot.chat import Message
+from actions.advice.model import Recommendation
 from bot.chat.blocks import context, header, plain, section, short_time, usd
+from bot.runtime.chat import Message
 
 MAX_SHOWN = 15  # 3 blocks each stays under Slack's 50 per message
 KIND_LABELS = {"fewer-gpus": "Fewer GPUs", "mig": "MIG profile", "smaller-gpu": "Smaller GPU", "spot": "Spot",

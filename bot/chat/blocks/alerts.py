@@ -1,6 +1,6 @@
-"""Block Kit of alerts: data in, :class:`~bot.chat.Message` out. No I/O, no clock reads.
+"""Block Kit of alerts: data in, :class:`~bot.runtime.chat.Message` out. No I/O, no clock reads.
 
-An :class:`~actions.alerts.Alert`'s ``text`` and field values are mrkdwn whose outside data
+An :class:`~actions.alerts.alert.Alert`'s ``text`` and field values are mrkdwn whose outside data
 :mod:`actions.alerts` escaped; its ``title`` is plain text. An alert's one button, Snooze,
 carries only the AlertRecord id (``value``), like the proposal buttons carry only the
 ActionRequest id.
@@ -11,9 +11,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Sequence
 
-from actions.alerts import Alert
-from bot.chat import Message
+from actions.alerts.alert import Alert
 from bot.chat.blocks import context, duration, header, plain, section, short_time
+from bot.runtime.chat import Message
 
 ALERT_SNOOZE = "alert_snooze"
 # Approves every proposal of a freeing plan at once; ``value`` is their request ids, "12,15".

@@ -1,6 +1,6 @@
 """Pure Block Kit renderers of the scheduled digests: a team's showback and the all-teams summary.
 
-Data in (:class:`~actions.cost.TeamReport`, :class:`~actions.cost.CostReport`), :class:`Message`
+Data in (:class:`~actions.cost.report.TeamReport`, :class:`~actions.cost.report.CostReport`), :class:`Message`
 out; no I/O, no clock reads. Money is USD, usage GPU-hours; efficiency, idle share and spot ratio
 are ratios 0-1 shown as percentages. Every cost line names its price: USD per GPU-hour, where it
 came from and as of when. Slack limits kept: 50 blocks, 3000 characters per section text, 10
@@ -14,10 +14,10 @@ from datetime import datetime
 from typing import Iterable
 from zoneinfo import ZoneInfo
 
-from actions.cost import EFFICIENCY_TARGET, CostReport, FlavorLine, TeamReport
-from actions.fleet import FleetReport
-from bot.chat import Message
+from actions.cost.fleet import FleetReport
+from actions.cost.report import EFFICIENCY_TARGET, CostReport, FlavorLine, TeamReport
 from bot.chat.blocks import SECTION_CHARS, context, header, plain, section, usd
+from bot.runtime.chat import Message
 
 __all__ = ["admin_summary_message", "chart_comment", "clusters_note", "period_label", "team_digest_message"]
 

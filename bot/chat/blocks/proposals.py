@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from actions.model import Finding
+from actions.model.findings import Finding
 from actions.text import gpu_amount
-from bot.chat import Message
 from bot.chat.blocks import context, duration, header, plain, section, short_time, usd
+from bot.runtime.chat import Message
 
 APPROVE, SNOOZE, EXEMPT, DENY, RESTORE = (
     "gpu_approve",

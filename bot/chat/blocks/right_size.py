@@ -4,14 +4,14 @@ done), and Snooze/Exempt to silence the advice. Pure."""
 
 from __future__ import annotations
 
-from actions.model import Finding
-from bot.chat import Message
+from actions.model.findings import Finding
 from bot.chat.blocks import context, header, plain, section, usd
 from bot.chat.blocks.proposals import RequestStatus, buttons_for, status_line
+from bot.runtime.chat import Message
 
 
 def right_size_message(f: Finding, status: RequestStatus) -> Message:
-    """The message for one ``right-size`` request (:func:`actions.advice_request.advice_finding`):
+    """The message for one ``right-size`` request (:func:`actions.advice.request.advice_finding`):
     ``f.usd_per_hour`` is the saving (USD per hour), ``f.action`` the change Approve makes."""
     assert f.action is not None  # advice_finding makes right-size findings only with an action
     title = f"Right-size GPUs: {f.consumer_kind} {f.namespace}/{f.name}"
@@ -31,7 +31,7 @@ def right_size_message(f: Finding, status: RequestStatus) -> Message:
         section(status_line(status).replace("no longer idle", "the advice no longer holds")),
     ]
     # Snooze silences this advice until the snooze ends, then asks again; Exempt silences every
-    # piece of advice on the consumer until the exemption ends (actions.advice_request.silenced).
+    # piece of advice on the consumer until the exemption ends (actions.advice.request.silenced).
     buttons = buttons_for(status, has_action=True, restorable=True)
     if buttons:
         blocks.append({"type": "actions", "block_id": f"request-{status.id}", "elements": buttons})

@@ -3,8 +3,8 @@ its evidence, its dollars a month and where the prices come from."""
 
 from __future__ import annotations
 
-from actions.advice_request import silenced
-from actions.sources.kubernetes import ClusterReadError
+from actions.advice.request import silenced
+from actions.sources.kube.reader import ClusterReadError
 from bot.chat import blocks
 from bot.chat.blocks.advice import advice_message
 from bot.chat.commands.context import CommandContext, Reply, UsageError

@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
-from actions.alerts import month_end_forecast, month_progress
-from bot.chat import Message, blocks
+from actions.alerts.budgets import month_end_forecast, month_progress
+from bot.chat import blocks
 from bot.chat.commands.context import CommandContext, Reply, UsageError
 from bot.chat.failures import explain
+from bot.runtime.chat import Message
 
 NAME = "budget"
 SUMMARY = "a team's monthly GPU budget, spend and forecast; `set` changes it (approvers only)"

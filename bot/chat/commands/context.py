@@ -6,9 +6,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from actions.prices import PriceBook
-from bot.chat import Message
-from bot.chat.runtime import Runtime
+from actions.pricing.book import PriceBook
+from bot.runtime.chat import Message
+from bot.runtime.runtime import Runtime
 
 
 @dataclass(frozen=True)

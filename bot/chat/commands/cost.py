@@ -15,20 +15,14 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime, timedelta
 
-from actions.cost import (
-    EFFICIENCY_TARGET,
-    PERIOD_EXAMPLES,
-    CostReport,
-    PeriodError,
-    TeamReport,
-    parse_period,
-    table_order,
-)
-from actions.fleet import FleetReport
-from actions.sources.prometheus import TelemetryError
-from bot.chat import Message, blocks
+from actions.cost.fleet import FleetReport
+from actions.cost.periods import PERIOD_EXAMPLES, PeriodError, parse_period
+from actions.cost.report import EFFICIENCY_TARGET, CostReport, TeamReport, table_order
+from actions.sources.prometheus.api import TelemetryError
+from bot.chat import blocks
 from bot.chat.commands.context import CommandContext, Reply, UsageError, cluster_arg
-from bot.chat.runtime import ReportUnavailable, UnknownCluster
+from bot.runtime.chat import Message
+from bot.runtime.runtime import ReportUnavailable, UnknownCluster
 
 NAME = "cost"
 SUMMARY = "GPU-hours and cost per team (idle share, efficiency, spot ratio, top consumers)"

@@ -3,23 +3,16 @@ request as people type it (see :mod:`actions.estimate`)."""
 
 from __future__ import annotations
 
-from actions.estimate import (
-    EXAMPLES,
-    CostLine,
-    Estimate,
-    EstimateInputError,
-    Option,
-    SpotCost,
-    compute_estimate,
-    format_hours,
-    format_number,
-    parse_estimate,
-    usd_rate,
-    versus_on_demand,
-)
-from actions.model import CapacityType, PriceQuote
-from bot.chat import Message, blocks
+from actions.estimate.parse import parse_estimate
+from actions.estimate.price import compute_estimate
+from actions.estimate.render import versus_on_demand
+from actions.estimate.request import EXAMPLES, CostLine, Estimate, EstimateInputError, Option, SpotCost
+from actions.model.kube import CapacityType
+from actions.model.quote import PriceQuote
+from actions.text import format_hours, format_number, usd_rate
+from bot.chat import blocks
 from bot.chat.commands.context import CommandContext, Reply, UsageError
+from bot.runtime.chat import Message
 
 NAME = "estimate"
 # A $ in an example sits in single quotes, so the same example pasted into a shell keeps it.

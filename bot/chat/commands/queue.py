@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from actions.alerts import gpus_text
-from actions.queue import QueueReport, wait_sentence
-from actions.sources.kubernetes import ClusterReadError
-from bot.chat import Message, blocks
+from actions.alerts.alert import gpus_text
+from actions.kueue.queues import QueueReport, wait_sentence
+from actions.sources.kube.reader import ClusterReadError
+from bot.chat import blocks
 from bot.chat.commands.context import CommandContext, Reply, UsageError, cluster_arg
-from bot.chat.runtime import UnknownCluster
+from bot.runtime.chat import Message
+from bot.runtime.runtime import UnknownCluster
 
 NAME = "queue"
 SUMMARY = "pending and admitted Kueue Workloads per LocalQueue and ClusterQueue, and idle GPUs of the same type"

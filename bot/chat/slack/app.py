@@ -25,8 +25,8 @@ from bot.chat.approvals import Approvals
 from bot.chat.blocks.alerts import ALERT_SNOOZE, APPROVE_ALL, message_from_payload
 from bot.chat.blocks.proposals import BUTTON_ACTIONS
 from bot.chat.commands import CommandContext, dispatch
-from bot.chat.runtime import Runtime
 from bot.chat.slack.request_ids import slack_request_ids
+from bot.runtime.runtime import Runtime
 from bot.service.work import WorkerPool
 
 log = logging.getLogger(__name__)

@@ -1,10 +1,10 @@
-"""The Slack backend of :class:`bot.chat.Chat`, on slack_sdk's WebClient.
+"""The Slack backend of :class:`bot.runtime.chat.Chat`, on slack_sdk's WebClient.
 
 Rate limits (HTTP 429), Slack's 5xx answers and dropped connections are retried by slack_sdk's
 own retry handlers, except for ``chat.postMessage``: a post whose answer was lost may have been
 posted, so only a 429 (Slack did nothing) is retried there, and the caller searches the channel
 (:meth:`SlackChat.find`) before posting again. Anything else surfaces as
-:class:`~bot.chat.ChatError` so the caller keeps its state and tries again.
+:class:`~bot.runtime.chat.ChatError` so the caller keeps its state and tries again.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from slack_sdk.http_retry.builtin_handlers import (
     ServerErrorRetryHandler,
 )
 
-from bot.chat import ChatError, Message, MessageRef
+from bot.runtime.chat import ChatError, Message, MessageRef
 from bot.service.metrics import BotMetrics
 
 
@@ -84,7 +84,7 @@ class SlackChat:
         return MessageRef(r["channel"], r["ts"])
 
     def find(self, channel: str, event_type: str, payload: dict[str, Any], since: datetime) -> MessageRef | None:
-        """See :meth:`bot.chat.Chat.find`: ``conversations.history`` from ``since`` with
+        """See :meth:`bot.runtime.chat.Chat.find`: ``conversations.history`` from ``since`` with
         ``include_all_metadata``, newest first, at most :attr:`MAX_HISTORY_PAGES` pages of 200."""
         cursor = None
         for _ in range(self.MAX_HISTORY_PAGES):

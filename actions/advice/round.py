@@ -1,0 +1,128 @@
+"""One round of advice: from a cluster snapshot and a history source to the recommendations,
+as ``gpu-cost-bot advise``, ``/gpu advise``, the digest and ``report --json`` ask for it.
+
+The decisions are pure (:mod:`actions.advice.usage`, :mod:`actions.advice`); this module only
+asks the history source for what they need, once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Sequence
+
+from actions.advice.model import ConsumerUsage, Recommendation, TeamBaseline
+from actions.advice.recommend import advise, could_save
+from actions.advice.usage import (
+    consumer_pods,
+    consumer_usages,
+    multi_container_pods,
+    multi_pod_consumers,
+    reserved_nodes,
+    reserved_uses,
+    team_baselines,
+    team_namespaces,
+)
+from actions.model.snapshot import ClusterSnapshot
+from actions.policy.advice import AdvicePolicy
+from actions.policy.rules import Policy
+from actions.policy.teams import TeamDirectory
+from actions.ports import HistorySource
+from actions.pricing.book import PriceBook
+
+
+@dataclass(frozen=True)
+class AdviceSetup:
+    """Where advice's history comes from and how it is judged."""
+
+    history: HistorySource
+    policy: AdvicePolicy
+
+
+@dataclass(frozen=True)
+class AdviceResult:
+    """The recommendations at ``at`` (highest USD per month saved first), what they were made
+    from, and ``could_save_usd_per_month`` (USD per month, overlaps counted once:
+    :func:`actions.advice.recommend.could_save`)."""
+
+    at: datetime
+    recommendations: tuple[Recommendation, ...]
+    usages: tuple[ConsumerUsage, ...]
+    baselines: tuple[TeamBaseline, ...]
+    could_save_usd_per_month: float
+
+    def for_team(self, team: str) -> AdviceResult:
+        """The part of this advice that is ``team``'s (reserved capacity is the cluster's, not a
+        team's, so it is left out), its total recomputed."""
+        recs = tuple(r for r in self.recommendations if r.team == team and r.kind != "reserved-idle")
+        return AdviceResult(
+            self.at, recs, tuple(u for u in self.usages if u.team == team),
+            tuple(b for b in self.baselines if b.team == team), could_save(recs),
+        )
+
+    def top(self, n: int) -> tuple[Recommendation, ...]:
+        """The ``n`` recommendations saving the most."""
+        return self.recommendations[:n]
+
+    def warnings(self) -> tuple[str, ...]:
+        """What the history lacked: consumers without DCGM series in the window."""
+        blind = [u.subject for u in self.usages if u.gpu_hours is None]
+        if not blind:
+            return ()
+        shown = ", ".join(blind[:5]) + (f" and {len(blind) - 5} more" if len(blind) > 5 else "")
+        return (f"{len(blind)} of {len(self.usages)} GPU consumers have no DCGM history in the window ({shown}): "
+                "no advice for them",)
+
+
+def gather_advice(
+    snapshot: ClusterSnapshot,
+    history: HistorySource,
+    prices: PriceBook,
+    policy: Policy,
+    advice_policy: AdvicePolicy,
+    teams: TeamDirectory,
+    at: datetime,
+    *,
+    team: str | None = None,
+) -> AdviceResult:
+    """Advice for every consumer in ``snapshot`` and every team (only ``team``'s when given),
+    from ``history`` ending at ``at``. Raises what the history source raises (TelemetryError)."""
+    groups = consumer_pods(snapshot, policy, teams)
+    namespaces = team_namespaces(snapshot, teams)
+    if team is not None:
+        groups = {k: v for k, v in groups.items() if teams.team_for(v[0].namespace).name == team}
+        namespaces = {team: teams.team_for_name(team).namespaces} if team in namespaces or team in teams.teams else {}
+    reserved = reserved_nodes(snapshot, policy) if team is None else []
+    fetched = history.fetch(at, advice_policy, multi_pod_consumers(groups), namespaces, reserved,
+                            container_pods=multi_container_pods(groups))
+    usages = consumer_usages(snapshot, groups, fetched.pods, fetched.consumer_busy, policy, teams,
+                             advice_policy.window_seconds, fetched.container_busy)
+    baselines = team_baselines(snapshot, fetched.teams, policy, teams, advice_policy.commitment_window_seconds)
+    uses = reserved_uses(snapshot, fetched.reserved, policy, advice_policy.commitment_window_seconds)
+    recs = advise(usages, baselines, prices, advice_policy, team=team, reserved=uses)
+    return AdviceResult(at, tuple(recs), tuple(usages), tuple(baselines), could_save(recs))
+
+
+def fleet_advice(results: Sequence[tuple[str, AdviceResult]], at: datetime) -> AdviceResult:
+    """The advice of several clusters as one: ``results`` are ``(cluster name, its advice)``.
+    Each recommendation's ``subject`` names its cluster and its ``key`` carries it (so two
+    clusters' ``ml/trainer`` are two consumers, and :func:`~actions.advice.recommend.could_save` counts
+    overlaps within a cluster only) and its ``cluster`` is set (``""`` for the first of
+    ``results``, so an Apply acts where the advice was made); sorted as :func:`~actions.advice.recommend.advise` sorts, highest USD
+    per month saved first. Pure."""
+    recs: list[Recommendation] = []
+    for i, (cluster, result) in enumerate(results):
+        for r in result.recommendations:
+            kind, _, rest = r.key.partition("/")
+            # An Apply acts on the recommendation's own cluster ("" is the first, as requests store it).
+            recs.append(replace(
+                r, key=f"{kind}/{cluster}::{rest}", subject=f"{r.subject} in {cluster}", cluster="" if i == 0 else cluster,
+            ))
+    recs.sort(key=lambda r: (r.saving_usd_per_month is None, -(r.saving_usd_per_month or 0), r.key))
+    return AdviceResult(
+        at, tuple(recs),
+        tuple(u for _, result in results for u in result.usages),
+        tuple(b for _, result in results for b in result.baselines),
+        could_save(recs),
+    )
+

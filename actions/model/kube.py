@@ -1,0 +1,268 @@
+"""The cluster's objects as the bot reads them: nodes, their NodePools and tenants, GPU pods,
+the objects that own them (scalable owners, Notebooks), and the API groups of the custom resources
+the bot reads and patches. Plain immutable data, no I/O.
+
+Conventions: times are timezone-aware ``datetime`` in UTC; durations are seconds; money is USD;
+GPUs are physical-GPU equivalents (a MIG slice or a shared replica a fraction of one).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+from typing import Mapping
+
+from actions.hardware.gpus import GPU_RESOURCE, gpu_equivalents, gpu_family, mig_profile
+
+# API groups of the custom resources the bot reads and patches.
+KUEUE_GROUP = "kueue.x-k8s.io"
+KUBEFLOW_GROUP = "kubeflow.org"
+KARPENTER_GROUP = "karpenter.sh"
+NOTEBOOK_API_VERSION = "kubeflow.org/v1"
+RAY_API_VERSION = "ray.io/v1"  # KubeRay v1.x
+LWS_API_VERSION = "leaderworkerset.x-k8s.io/v1"  # LWS v0.10.0
+KSERVE_API_VERSION = "serving.kserve.io/v1beta1"  # KServe v0.20.0
+# A JupyterHub single-user server is no Kubernetes object: the bot addresses it as
+# ``JupyterHubServer <namespace>/<user>/<server name>`` and reaches it through the Hub's REST API.
+JUPYTER_SERVER_API_VERSION = "hub.jupyter.org/v1"
+JUPYTER_SERVER_KIND = "JupyterHubServer"
+
+
+class CapacityType(str, Enum):
+    """How a node is bought. Values are Karpenter's ``karpenter.sh/capacity-type`` spellings."""
+
+    ON_DEMAND = "on-demand"
+    SPOT = "spot"
+    RESERVED = "reserved"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """A Kubernetes object by API version, kind, namespace (empty for cluster-scoped) and name."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
+
+
+@dataclass(frozen=True)
+class OwnerRef:
+    """One entry of ``metadata.ownerReferences``."""
+
+    api_version: str
+    kind: str
+    name: str
+    controller: bool = False
+    uid: str = ""
+
+    @property
+    def group(self) -> str:
+        """The API group (``""`` for the core group)."""
+        return api_group(self.api_version)
+
+
+def api_group(api_version: str) -> str:
+    """``"jobset.x-k8s.io"`` for ``"jobset.x-k8s.io/v1alpha2"``; ``""`` for ``"v1"``."""
+    return api_version.split("/", 1)[0] if "/" in api_version else ""
+
+
+@dataclass(frozen=True)
+class KubeObject:
+    """Any object on a GPU pod's owner chain (a Job, JobSet, TrainJob, RayJob, RayCluster,
+    PyTorchJob, MPIJob, AppWrapper, LeaderWorkerSet, InferenceService, a leader Pod, ...), reduced
+    to its metadata and the spec fields the bot reads: ``replicas`` (``spec.replicas``, ``None``
+    when the kind has none or it is unset), ``suspend`` (``spec.suspend``, ``None`` when unset)
+    and ``backoff_limit`` (a Job's ``spec.backoffLimit``, ``None`` when unset)."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str = ""
+    owners: tuple[OwnerRef, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    replicas: int | None = None
+    suspend: bool | None = None
+    backoff_limit: int | None = None
+
+    @property
+    def group(self) -> str:
+        return api_group(self.api_version)
+
+    @property
+    def controller(self) -> OwnerRef | None:
+        """The owner reference with ``controller: true``, if any."""
+        return next((o for o in self.owners if o.controller), None)
+
+
+@dataclass(frozen=True)
+class Node:
+    """A node, reduced to what pricing and the GPU accounting need.
+
+    ``capacity_type`` is read from ``karpenter.sh/capacity-type``, ``eks.amazonaws.com/capacityType``,
+    ``cloud.google.com/gke-spot`` / ``gke-preemptible`` or ``kubernetes.azure.com/scalesetpriority``;
+    ``instance_type`` from ``node.kubernetes.io/instance-type``; ``gpu_product`` from GPU Feature
+    Discovery's ``nvidia.com/gpu.product``; ``gpu_capacity`` is ``status.capacity`` of
+    ``nvidia.com/gpu`` and ``gpu_devices`` every GPU resource's capacity (whole, shared, MIG).
+    ``nodeclaim`` is the Karpenter NodeClaim that launched the node (None outside Karpenter);
+    ``workload_pods`` counts the pods bound to it that are not DaemonSet pods (any that hold it);
+    ``do_not_disrupt`` names those annotated ``karpenter.sh/do-not-disrupt: "true"``;
+    ``daemonset_pods`` names (``namespace/name``) the DaemonSet pods bound to it, dcgm-exporter's
+    among them.
+    """
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    instance_type: str | None = None
+    capacity_type: CapacityType = CapacityType.UNKNOWN
+    nodepool: str | None = None
+    gpu_product: str | None = None
+    gpu_capacity: int = 0
+    gpu_devices: Mapping[str, int] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    nodeclaim: str | None = None
+    workload_pods: int = 0
+    do_not_disrupt: tuple[str, ...] = ()
+    daemonset_pods: tuple[str, ...] = ()
+
+    @property
+    def gpu_family(self) -> str | None:
+        """The family of its GPUs (``"H100"``), from GFD's product label."""
+        return gpu_family(self.gpu_product) if self.gpu_product else None
+
+    @property
+    def gpu_replicas(self) -> int:
+        """How many replicas each GPU is advertised as (GFD ``nvidia.com/gpu.replicas``; 1 when
+        not shared or not labelled)."""
+        try:
+            return max(1, int(self.labels.get("nvidia.com/gpu.replicas", "1")))
+        except ValueError:
+            return 1
+
+    @property
+    def physical_gpus(self) -> float:
+        """The physical GPUs behind its GPU resources: whole GPUs, MIG slices and shared replicas
+        counted as equivalents (GFD ``nvidia.com/gpu.count`` when it says more). GFD counts GPUs
+        before replication, and under the MIG ``single`` strategy counts MIG devices (56 on eight
+        A100s cut seven ways: k8s-device-plugin internal/lm/mig-strategy.go), each then its
+        profile's share of a GPU."""
+        devices = self.gpu_devices or ({GPU_RESOURCE: self.gpu_capacity} if self.gpu_capacity else {})
+        counted = gpu_equivalents(devices, self.gpu_family, self.gpu_replicas, self.gpu_product)
+        try:
+            count = float(self.labels.get("nvidia.com/gpu.count", "0"))
+        except ValueError:
+            count = 0.0
+        labelled = gpu_equivalents({GPU_RESOURCE: count}, self.gpu_family, 1, self.gpu_product)
+        return max(counted, labelled)
+
+    def equivalents(self, devices: Mapping[str, float]) -> float:
+        """Physical-GPU equivalents of ``devices`` (resource -> count) held on this node."""
+        return gpu_equivalents(devices, self.gpu_family, self.gpu_replicas, self.gpu_product)
+
+    def mig_profile(self) -> str | None:
+        """The MIG profile every ``nvidia.com/gpu`` is under the ``single`` MIG strategy."""
+        return mig_profile(self.gpu_product) if self.gpu_product and "-MIG-" in self.gpu_product.upper() else None
+
+
+_GO_DURATION = re.compile(r"^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
+
+
+def asks_not_to_disrupt(value: str | None) -> bool:
+    """Whether a ``karpenter.sh/do-not-disrupt`` annotation value holds the pod or node: ``"true"``,
+    or since Karpenter v1.12 a duration (``"30m"``, ``"2h"``) for which it does."""
+    return value is not None and (value.strip() == "true" or bool(_GO_DURATION.match(value.strip())))
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """A live pod bound to a node, as far as the node's use is concerned: ``pod`` is
+    ``namespace/name``; ``daemonset`` when a DaemonSet owns it (it runs on every node and keeps
+    none); ``do_not_disrupt`` when annotated ``karpenter.sh/do-not-disrupt`` (:func:`asks_not_to_disrupt`)."""
+
+    node: str
+    pod: str
+    daemonset: bool = False
+    do_not_disrupt: bool = False
+
+
+@dataclass(frozen=True)
+class NodePool:
+    """A Karpenter NodePool (karpenter.sh/v1), reduced to what decides whether Karpenter will
+    consolidate its nodes: ``consolidation_policy`` (``WhenEmpty`` or
+    ``WhenEmptyOrUnderutilized``), ``consolidate_after`` (a duration, or ``"Never"``) and
+    ``blocked`` (a disruption budget of 0 nodes at all times)."""
+
+    name: str
+    consolidation_policy: str = "WhenEmptyOrUnderutilized"
+    consolidate_after: str | None = None
+    blocked: bool = False
+
+
+@dataclass(frozen=True)
+class GpuPod:
+    """A pod that requests GPUs.
+
+    ``gpus`` counts whole GPUs (``nvidia.com/gpu``) plus MIG slices (``nvidia.com/mig-*``), summed
+    over containers (init containers excluded); ``gpu_resource`` is the resource name that was
+    requested (the first one found if several); ``containers`` the GPU resources of each
+    container that requests any, by container name.
+    """
+
+    namespace: str
+    name: str
+    uid: str
+    node: str | None
+    phase: str
+    created: datetime
+    started: datetime | None
+    gpus: int
+    gpu_resource: str = GPU_RESOURCE
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    owners: tuple[OwnerRef, ...] = ()
+    devices: Mapping[str, int] = field(default_factory=dict)
+    # Each container that requests GPUs: (name, ((resource, count), ...)); empty when not read.
+    containers: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
+
+    @property
+    def requested(self) -> Mapping[str, int]:
+        """The GPU resources it requests, resource name -> count (``devices``, or ``gpus`` of
+        ``gpu_resource`` when read by an older writer)."""
+        return self.devices or {self.gpu_resource: self.gpus}
+
+
+@dataclass(frozen=True)
+class ScalableOwner:
+    """A StatefulSet or Deployment (the objects an executor can scale to zero)."""
+
+    kind: str  # "StatefulSet" | "Deployment"
+    namespace: str
+    name: str
+    replicas: int
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    owners: tuple[OwnerRef, ...] = ()
+    selector: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Notebook:
+    """A Kubeflow ``Notebook`` (kubeflow.org/v1). ``stopped`` is true when the
+    ``kubeflow-resource-stopped`` annotation is present."""
+
+    namespace: str
+    name: str
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def stopped(self) -> bool:
+        return "kubeflow-resource-stopped" in self.annotations

@@ -1,0 +1,28 @@
+"""A price with its provenance: what one GPU-hour costs on one instance type and capacity type,
+where that figure came from and as of when (:class:`PriceQuote`). Made by
+:class:`actions.pricing.book.PriceBook`; carried by every finding, report line and estimate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from actions.model.kube import CapacityType
+
+
+@dataclass(frozen=True)
+class PriceQuote:
+    """A price per GPU-hour in USD with where it came from.
+
+    ``source`` names the origin (e.g. ``"bundled catalog: AWS EC2 on-demand, us-east-1"`` or
+    ``"config override"``) and ``as_of`` the date the figure was published or fetched.
+    ``basis`` says what was matched: ``"instance-type"``, ``"gpu-model"`` or ``"default"``.
+    """
+
+    usd_per_gpu_hour: float
+    capacity_type: CapacityType
+    source: str
+    as_of: str
+    basis: str
+    instance_type: str | None = None
+    gpu_model: str | None = None

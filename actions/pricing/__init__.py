@@ -1,0 +1,4 @@
+"""What a GPU-hour costs: :mod:`.catalog` (the bundled catalog, ``data/prices.json``, each price
+with its source and as-of date), :mod:`.overrides` (the config's ``prices:``), :mod:`.live`
+(prices fetched from a cloud's API) and :mod:`.book` (:class:`~.book.PriceBook`, the lookup order
+over all of them). The AWS fetch itself is an edge: :mod:`actions.sources.aws`. Pure."""

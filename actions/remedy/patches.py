@@ -1,0 +1,306 @@
+"""What applying an action means, and its exact inverse: pure decisions over an object's JSON.
+
+Each verb is a JSON merge patch (RFC 7386):
+
+- ``STOP_NOTEBOOK``: Notebook (kubeflow.org/v1) ``metadata.annotations.kubeflow-resource-stopped``
+  set to the time of the stop (the Notebook controller then scales its StatefulSet to 0); undo
+  removes the annotation.
+- ``SCALE_TO_ZERO``: StatefulSet/Deployment ``spec.replicas`` -> 0, with the previous count kept
+  both in the undo record and in the annotation ``gpu-cost-bot/replicas-before-stop`` on the object,
+  so Restore works even if the bot's database is lost; undo sets the count back and removes the
+  annotation.
+- ``DEACTIVATE_WORKLOAD``: Kueue Workload ``spec.active`` -> false (Kueue evicts it and does not
+  requeue it), using the served version in the target's ``api_version``; undo sets it true.
+- ``SCALE_TO_ZERO`` on a LeaderWorkerSet (leaderworkerset.x-k8s.io/v1): ``spec.replicas`` (the
+  number of groups; minimum 0, LWS v0.10.0 leaderworkerset_types.go) as for a StatefulSet.
+- ``SUSPEND_RAYCLUSTER``: RayCluster (ray.io/v1) ``spec.suspend`` -> true (KubeRay deletes its
+  head and worker pods, raycluster_types.go); undo puts back the value it had (unset or false).
+- ``STOP_INFERENCE_SERVICE``: InferenceService (serving.kserve.io/v1beta1) annotation
+  ``serving.kserve.io/stop`` -> ``"true"`` (KServe deletes the predictor's Deployment or Knative
+  Service; kserve v0.20.0 pkg/constants StopAnnotationKey). ``minReplicas: 0`` is not used: with
+  the HPA autoscaler KServe clamps it to 1. Undo puts back the annotation's earlier value, or
+  removes it.
+- ``RESIZE_GPUS``: Notebook (kubeflow.org/v1) or StatefulSet/Deployment (apps/v1): one pod
+  template container's GPU resources swapped for the advised ones (:mod:`actions.remedy.resize`, which
+  refuses when they are no longer what the advice saw); undo puts back the values that were there.
+- ``STOP_JUPYTER_SERVER``: no Kubernetes object; ``current`` is the Hub's server model
+  (``{"running": bool, "user_options": {...}}``) and the "patch" is the Hub request to send:
+  ``{"stop": true}`` (DELETE) or ``{"start": {"user_options": ...}}`` (POST), so Restore starts
+  the same named server with the options it ran with.
+
+:func:`plan_apply` and :func:`plan_restore` decide from the object as read; the writers
+(:mod:`actions.executors`, :mod:`actions.executors.in_memory`) only read, patch and report. Applying
+twice leaves the same state and returns the same undo record; restoring twice is a no-op the
+second time.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import datetime
+from typing import Any, Mapping
+
+from actions.model.findings import ActionVerb, ProposedAction
+from actions.model.kube import (
+    JUPYTER_SERVER_API_VERSION,
+    JUPYTER_SERVER_KIND,
+    KARPENTER_GROUP,
+    KSERVE_API_VERSION,
+    KUBEFLOW_GROUP,
+    KUEUE_GROUP,
+    LWS_API_VERSION,
+    RAY_API_VERSION,
+    ObjectRef,
+)
+from actions.model.times import format_time
+from actions.remedy.resize import StaleAdvice, plan_resize_apply, plan_resize_restore
+
+STOPPED_ANNOTATION = "kubeflow-resource-stopped"
+REPLICAS_ANNOTATION = "gpu-cost-bot/replicas-before-stop"
+KSERVE_STOP_ANNOTATION = "serving.kserve.io/stop"
+
+
+class ExecutorError(Exception):
+    """An action could not be applied or restored. ``target`` is the object; ``status`` the HTTP
+    status when the API server refused (0 otherwise). ``uncertain``: the patch was sent and no
+    answer came (a timeout, a dropped connection, a server error), so it may still land; the
+    target must be read back before the outcome is known. ``stale``: the target no longer is what
+    the action was proposed from (right-sizing advice whose GPU request changed): nothing was sent."""
+
+    def __init__(
+        self, message: str, target: ObjectRef | None = None, status: int = 0, *, uncertain: bool = False,
+        stale: bool = False,
+    ):
+        super().__init__(message)
+        self.target = target
+        self.status = status
+        self.uncertain = uncertain
+        self.stale = stale
+
+
+def _ref_json(target: ObjectRef) -> dict:
+    return {
+        "apiVersion": target.api_version,
+        "kind": target.kind,
+        "namespace": target.namespace,
+        "name": target.name,
+    }
+
+
+def check_target(action: ProposedAction) -> None:
+    """Raise ExecutorError unless the action's verb can act on its target's kind and version."""
+    t = action.target
+    group = t.api_version.split("/", 1)[0] if "/" in t.api_version else ""
+    ok = {
+        ActionVerb.STOP_NOTEBOOK: t.kind == "Notebook" and t.api_version == f"{KUBEFLOW_GROUP}/v1",
+        ActionVerb.SCALE_TO_ZERO: (t.kind in ("StatefulSet", "Deployment") and t.api_version == "apps/v1")
+        or (t.kind == "LeaderWorkerSet" and t.api_version == LWS_API_VERSION),
+        ActionVerb.DEACTIVATE_WORKLOAD: t.kind == "Workload"
+        and group == KUEUE_GROUP
+        and "/" in t.api_version,
+        ActionVerb.SUSPEND_RAYCLUSTER: t.kind == "RayCluster" and t.api_version == RAY_API_VERSION,
+        ActionVerb.STOP_INFERENCE_SERVICE: t.kind == "InferenceService" and t.api_version == KSERVE_API_VERSION,
+        ActionVerb.STOP_JUPYTER_SERVER: t.kind == JUPYTER_SERVER_KIND
+        and t.api_version == JUPYTER_SERVER_API_VERSION
+        and "/" in t.name,
+        ActionVerb.DELETE_NODECLAIM: t.kind == "NodeClaim" and group == KARPENTER_GROUP and not t.namespace,
+        ActionVerb.RESIZE_GPUS: action.resize is not None
+        and ((t.kind in ("StatefulSet", "Deployment") and t.api_version == "apps/v1")
+             or (t.kind == "Notebook" and t.api_version == f"{KUBEFLOW_GROUP}/v1")),
+    }[action.verb]
+    cluster_scoped = action.verb is ActionVerb.DELETE_NODECLAIM
+    if not ok or not t.name or not (t.namespace or cluster_scoped):
+        raise ExecutorError(f"cannot {action.verb.value} {t} ({t.api_version})", t)
+
+
+def deletion_record(action: ProposedAction) -> dict:
+    """What applying a deleting action (``DELETE_NODECLAIM``) leaves to remember: the verb and
+    the target, and that nothing can be restored. Raises ExecutorError for any other verb."""
+    check_target(action)
+    if action.verb.restorable:
+        raise ExecutorError(f"{action.verb.value} is a patch, not a deletion", action.target)
+    return {"verb": action.verb.value, "target": _ref_json(action.target), "deleted": True}
+
+
+def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    """``metadata.annotations`` of an object's JSON (empty when absent)."""
+    return (obj.get("metadata") or {}).get("annotations") or {}
+
+
+def replicas_of(obj: Mapping[str, Any]) -> int:
+    """``spec.replicas`` of a StatefulSet's or Deployment's JSON; 1 when unset, as the API
+    server defaults it."""
+    value = (obj.get("spec") or {}).get("replicas")
+    return 1 if value is None else int(value)
+
+
+def plan_apply(action: ProposedAction, current: Mapping[str, Any], now: datetime) -> tuple[dict | None, dict]:
+    """What applying ``action`` to the object ``current`` (its JSON as read) at ``now`` means.
+
+    Returns ``(merge_patch, undo)``: the patch is ``None`` when the object is already in the
+    applied state; ``undo`` is the record ``plan_restore`` takes (verb, target, and
+    ``stopped_at`` / ``replicas_before`` / ``api_version`` by verb), read back from the object
+    when it is already applied, so applying twice gives the same record. Raises ExecutorError
+    for a target the verb cannot act on, a deleting verb (see :func:`deletion_record`) or an
+    unreadable recorded replica count.
+    """
+    check_target(action)
+    if not action.verb.restorable:
+        raise ExecutorError(f"{action.verb.value} deletes {action.target}; there is no patch to plan", action.target)
+    undo: dict[str, Any] = {"verb": action.verb.value, "target": _ref_json(action.target)}
+    meta = current.get("metadata") or {}
+    if action.verb is ActionVerb.STOP_NOTEBOOK:
+        stopped = annotations_of(current).get(STOPPED_ANNOTATION)
+        if stopped is not None:
+            undo["stopped_at"] = stopped
+            return None, undo
+        undo["stopped_at"] = format_time(now.replace(microsecond=0))
+        return {"metadata": {"annotations": {STOPPED_ANNOTATION: undo["stopped_at"]}}}, undo
+    if action.verb is ActionVerb.SCALE_TO_ZERO:
+        replicas = replicas_of(current)
+        recorded = annotations_of(current).get(REPLICAS_ANNOTATION)
+        if replicas == 0:
+            undo["replicas_before"] = _recorded_count(recorded, action.target) if recorded is not None else 0
+            return None, undo
+        undo["replicas_before"] = replicas
+        patch = {
+            "metadata": {
+                "annotations": {REPLICAS_ANNOTATION: str(replicas)},
+                "resourceVersion": meta.get("resourceVersion"),
+            },
+            "spec": {"replicas": 0},
+        }
+        if not meta.get("resourceVersion"):
+            del patch["metadata"]["resourceVersion"]
+        return patch, undo
+    if action.verb is ActionVerb.SUSPEND_RAYCLUSTER:
+        suspend = (current.get("spec") or {}).get("suspend")
+        if suspend is True:
+            undo["suspend_before"] = None
+            return None, undo
+        undo["suspend_before"] = suspend
+        return {"spec": {"suspend": True}}, undo
+    if action.verb is ActionVerb.STOP_INFERENCE_SERVICE:
+        value = annotations_of(current).get(KSERVE_STOP_ANNOTATION)
+        if value is not None and value.lower() == "true":  # KServe compares with strings.EqualFold
+            undo["stop_before"] = None
+            return None, undo
+        undo["stop_before"] = value
+        return {"metadata": {"annotations": {KSERVE_STOP_ANNOTATION: "true"}}}, undo
+    if action.verb is ActionVerb.RESIZE_GPUS:
+        try:
+            return plan_resize_apply(action, current, undo), undo
+        except StaleAdvice as e:
+            raise ExecutorError(str(e), action.target, stale=True) from e
+        except ValueError as e:
+            raise ExecutorError(str(e), action.target) from e
+    if action.verb is ActionVerb.STOP_JUPYTER_SERVER:
+        undo["user_options"] = current.get("user_options") or {}
+        if not current.get("running"):
+            return None, undo
+        return {"stop": True}, undo
+    # DEACTIVATE_WORKLOAD
+    undo["api_version"] = action.target.api_version
+    if (current.get("spec") or {}).get("active") is False:
+        return None, undo
+    return {"spec": {"active": False}}, undo
+
+
+def _recorded_count(value: Any, target: ObjectRef) -> int:
+    try:
+        count = int(value)
+    except (TypeError, ValueError):
+        raise ExecutorError(
+            f"{target}: {REPLICAS_ANNOTATION}={value!r} is not a replica count", target
+        ) from None
+    if count < 0:
+        raise ExecutorError(f"{target}: {REPLICAS_ANNOTATION}={value!r} is negative", target)
+    return count
+
+
+def plan_restore(action: ProposedAction, undo: Mapping[str, Any], current: Mapping[str, Any]) -> dict | None:
+    """The merge patch that undoes ``action`` on ``current``, or ``None`` when nothing is left
+    to undo.
+
+    ``undo`` is what ``plan_apply`` returned; for SCALE_TO_ZERO an empty ``undo`` falls back to
+    the count recorded in the object's ``gpu-cost-bot/replicas-before-stop`` annotation. If the
+    object was scaled up by someone else since the stop, their count is kept and only the
+    annotation is removed. Raises ExecutorError when ``undo`` belongs to another action, no
+    replica count is known, or the action cannot be undone (a deletion).
+    """
+    check_target(action)
+    if not action.verb.restorable:
+        raise ExecutorError(
+            f"{action.target} was deleted: nothing to restore (Karpenter provisions again for pods that need it)",
+            action.target,
+        )
+    if undo.get("verb", action.verb.value) != action.verb.value or (
+        "target" in undo and undo["target"] != _ref_json(action.target)
+    ):
+        raise ExecutorError(
+            f"the undo record {undo!r} is not for {action.verb.value} {action.target}", action.target
+        )
+    annotations = annotations_of(current)
+    if action.verb is ActionVerb.STOP_NOTEBOOK:
+        if STOPPED_ANNOTATION not in annotations:
+            return None
+        return {"metadata": {"annotations": {STOPPED_ANNOTATION: None}}}
+    if action.verb is ActionVerb.SCALE_TO_ZERO:
+        recorded = annotations.get(REPLICAS_ANNOTATION)
+        resource_version = (current.get("metadata") or {}).get("resourceVersion")
+        if replicas_of(current) != 0:
+            if recorded is None:
+                return None
+            patch: dict[str, Any] = {"metadata": {"annotations": {REPLICAS_ANNOTATION: None}}}
+        else:
+            before = undo.get("replicas_before")
+            if before is None:
+                if recorded is None:
+                    raise ExecutorError(
+                        f"{action.target}: no replica count to restore "
+                        f"(no undo record and no {REPLICAS_ANNOTATION} annotation)",
+                        action.target,
+                    )
+                before = recorded
+            count = _recorded_count(before, action.target)
+            if count == 0 and recorded is None:
+                return None
+            patch = {"metadata": {"annotations": {REPLICAS_ANNOTATION: None}}, "spec": {"replicas": count}}
+        if resource_version:
+            patch["metadata"]["resourceVersion"] = resource_version
+        return patch
+    if action.verb is ActionVerb.SUSPEND_RAYCLUSTER:
+        if (current.get("spec") or {}).get("suspend") is not True:
+            return None
+        return {"spec": {"suspend": undo.get("suspend_before")}}
+    if action.verb is ActionVerb.STOP_INFERENCE_SERVICE:
+        value = annotations.get(KSERVE_STOP_ANNOTATION)
+        if value is None or value.lower() != "true":
+            return None
+        return {"metadata": {"annotations": {KSERVE_STOP_ANNOTATION: undo.get("stop_before")}}}
+    if action.verb is ActionVerb.RESIZE_GPUS:
+        try:
+            return plan_resize_restore(action, undo, current)
+        except ValueError as e:
+            raise ExecutorError(str(e), action.target) from e
+    if action.verb is ActionVerb.STOP_JUPYTER_SERVER:
+        if current.get("running") or current.get("pending"):
+            return None
+        return {"start": {"user_options": undo.get("user_options") or {}}}
+    # DEACTIVATE_WORKLOAD
+    if (current.get("spec") or {}).get("active") is not False:
+        return None
+    return {"spec": {"active": True}}
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch: ``patch`` applied to ``target``; neither is modified."""
+    if not isinstance(patch, Mapping):
+        return copy.deepcopy(patch)
+    result = copy.deepcopy(dict(target)) if isinstance(target, Mapping) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result

@@ -1,0 +1,336 @@
+"""The running bot's parts, assembled once by :mod:`bot.wiring` and given to every chat handler,
+and the questions every front end asks of them: what is idle now, what waits in Kueue's queues,
+who may approve for a team, what each team spent.
+
+Nothing here reads settings or the environment. The jobs never see a Runtime: ``bot.wiring``
+hands each job the parts it needs, most often bound methods of this one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from actions.advice.round import AdviceResult, AdviceSetup, gather_advice
+from actions.cost.fleet import FleetReport, fleet_report
+from actions.cost.report import CostReport
+from actions.cost.reporting import CostSetup, build_fleet_report, build_report
+from actions.detect.clusters import in_cluster
+from actions.detect.detection import Detection
+from actions.kueue.queues import QueueReport, queue_report
+from actions.model.findings import Finding
+from actions.model.snapshot import ClusterSnapshot
+from actions.model.times import utc_now
+from actions.policy.rules import Policy
+from actions.policy.teams import TeamDirectory
+from actions.ports import ClusterReader, ClusterWriter, TelemetrySource
+from actions.pricing.book import PriceBook
+from actions.sources.kube.reader import ClusterReadError
+from actions.store.database import Store
+from actions.text import one_line
+from bot.runtime.chat import Chat
+from bot.runtime.clusters import ClusterParts, advice_of_clusters, detect_clusters, detect_with
+from bot.service.metrics import BotMetrics
+from bot.service.process import ActionsInFlight
+from bot.service.work import SingleFlight
+
+log = logging.getLogger(__name__)
+
+
+class ReportUnavailable(RuntimeError):
+    """The bot was started without a usage source, so it cannot report cost."""
+
+
+class UnknownCluster(ValueError):
+    """A cluster name that is not one of the configured clusters; the message lists them."""
+
+
+@dataclass(frozen=True)
+class ActionTimeouts:
+    """How long acting may take, in seconds: ``recheck`` the evidence re-read before acting,
+    ``apply`` the writer's reads and patches (conflict retries included), ``settle`` how long a
+    patch nobody answered may still land. A request being acted on is settled by others only
+    after :meth:`acting` seconds, when nothing its replica sent can land any more."""
+
+    recheck: float = 60.0
+    apply: float = 60.0
+    settle: float = 50.0
+
+    def acting(self, recheck: bool = True) -> float:
+        """Seconds from the decision until nothing sent for it can land (``recheck``: the action
+        re-reads the evidence first)."""
+        return (self.recheck if recheck else 0.0) + self.apply + self.settle
+
+
+@dataclass
+class Runtime:
+    """Everything a button press or a slash command needs.
+
+    ``clock`` returns the current time (tests and the demo pass a controllable one);
+    ``group_members`` expands a Slack user group id into user ids (empty set when unknown);
+    ``metrics``, when set, records Kubernetes read errors, actions and API errors (see
+    :mod:`bot.service.metrics`); ``inflight`` tracks the actions being applied or restored, for a
+    graceful shutdown; ``costs`` is None when no usage source is configured; ``timeouts`` bound
+    an action (see :class:`ActionTimeouts`).
+
+    ``clusters`` lists every cluster of a bot of several, the first one first (empty for a bot of
+    one cluster, which ``cluster``, ``telemetry``, ``writer`` and ``costs`` are, named
+    ``cluster_name``); with several, those four are the first cluster's. ``unreachable`` holds
+    the clusters the last whole sweep could not read (cluster -> why), for the digests.
+    """
+
+    store: Store
+    chat: Chat
+    cluster: ClusterReader
+    telemetry: TelemetrySource
+    writer: ClusterWriter
+    prices: PriceBook
+    teams: TeamDirectory
+    policy: Policy
+    dry_run: bool
+    clock: Callable[[], datetime] = utc_now
+    group_members: Callable[[str], set[str]] = lambda group: set()
+    metrics: BotMetrics | None = None
+    inflight: ActionsInFlight = field(default_factory=ActionsInFlight)
+    costs: CostSetup | None = None
+    timeouts: ActionTimeouts = field(default_factory=ActionTimeouts)
+    clusters: tuple[ClusterParts, ...] = ()
+    cluster_name: str = "default"
+    unreachable: dict[str, str] = field(default_factory=dict)
+    advice_setup: AdviceSetup | None = None
+    # Callers asking for the same period at once (ten people typing /gpu cost) share one report,
+    # also those whose command waited in the queue while it was computed.
+    _reports: SingleFlight[CostReport] = field(default_factory=lambda: SingleFlight(keep_seconds=60), repr=False)
+    _fleets: SingleFlight[FleetReport] = field(default_factory=lambda: SingleFlight(keep_seconds=60), repr=False)
+
+    # --- what is idle, what waits ---------------------------------------------------------------
+
+    def snapshot(self, now: datetime) -> ClusterSnapshot:
+        """The cluster at ``now``; a read failure is counted in ``metrics`` and re-raised
+        (ClusterReadError, or whatever the reader raises)."""
+        try:
+            return self.cluster.snapshot(now)
+        except ClusterReadError:
+            if self.metrics:
+                self.metrics.kubernetes_error("read")
+            raise
+
+    def detection(self, now: datetime, cluster: str | None = None) -> Detection:
+        """Read the cluster and telemetry at ``now`` and run the idle detector: the first stage of
+        every sweep, with what the data lacked. Raises what the sources raise.
+
+        With several clusters, each is read in turn and a cluster that cannot be read fails
+        alone: it is logged, counted (``gpu_cost_bot_cluster_sweep_failures_total``), kept in
+        :attr:`unreachable` and returned in the answer's ``unreachable``
+        (:class:`~actions.detect.clusters.FleetDetection`); NoClusterAnswered when none could be.
+        ``cluster`` (a name; ``""`` the first) reads that one alone and raises what its sources
+        raise, UnknownCluster for a name not configured."""
+        if not self.clusters:
+            return detect_with(self.snapshot(now), self.telemetry, self.prices, self.policy, self.teams, now)
+        chosen = self.clusters if cluster is None else (self.parts(cluster),)
+        unreachable: dict[str, str] = {}
+
+        def failed(name: str, e: Exception) -> None:
+            if isinstance(e, ClusterReadError) and self.metrics:
+                self.metrics.kubernetes_error("read")
+            if cluster is not None:
+                raise e
+            unreachable[name] = one_line(e)
+            if self.metrics:
+                self.metrics.cluster_sweep_failed(name)
+
+        try:
+            return detect_clusters(
+                chosen, self.clusters[0].name, self.prices, self.policy, self.teams, now, on_failure=failed,
+            )
+        finally:
+            if cluster is None:
+                # Also when none answered: the digests then name every one of them.
+                self.unreachable = unreachable
+
+    def detect(self, now: datetime, cluster: str | None = None) -> list[Finding]:
+        """The idle findings at ``now`` (:meth:`detection`), as the re-check right before acting
+        reads them (``cluster``: the request's cluster alone). Raises what the sources raise."""
+        return self.detection(now, cluster).findings
+
+    # --- which cluster ----------------------------------------------------------------------------
+
+    def cluster_names(self) -> list[str]:
+        """The clusters' names, the first one first (``[cluster_name]`` for a bot of one)."""
+        return [c.name for c in self.clusters] or [self.cluster_name]
+
+    def cluster_of(self, stored: str) -> str:
+        """The name of the cluster a request belongs to: ``stored`` (its ``cluster`` column), or
+        the first cluster for an empty one (requests stored before there were several)."""
+        return stored or self.cluster_names()[0]
+
+    def parts(self, cluster: str) -> ClusterParts:
+        """The configured cluster ``cluster`` (``""``: the first). Raises UnknownCluster naming
+        the configured ones, or when the bot watches one cluster only (its parts are the
+        Runtime's own)."""
+        if not self.clusters:
+            raise UnknownCluster(f"this bot watches one cluster ({self.cluster_name}); `clusters:` is not configured")
+        name = cluster or self.clusters[0].name
+        for c in self.clusters:
+            if c.name == name:
+                return c
+        raise UnknownCluster(f"no cluster {name!r}; the clusters are {', '.join(self.cluster_names())}")
+
+    def writer_for(self, cluster: str) -> ClusterWriter:
+        """The writer that acts on ``cluster`` (a request's ``cluster``; ``""`` the first or only
+        one). Raises UnknownCluster for a cluster no longer configured."""
+        if not self.clusters:
+            return self.writer
+        return self.parts(cluster).writer
+
+    def advice(self, now: datetime, team: str | None = None) -> AdviceResult:
+        """Advice at ``now`` (only ``team``'s when given) from the cluster and the history source;
+        with several clusters, each cluster's from its own (:func:`~actions.advice.round.fleet_advice`).
+        Raises ReportUnavailable without an advice setup, and what the sources raise."""
+        if self.advice_setup is None:
+            raise ReportUnavailable("this bot was started without a Prometheus for advice history")
+        if self.clusters:
+            return advice_of_clusters(self.clusters, self.prices, self.policy, self.teams, now, team)
+        setup = self.advice_setup
+        return gather_advice(self.snapshot(now), setup.history, self.prices, self.policy, setup.policy, self.teams, now, team=team)
+
+    def open_request_ids(self) -> dict[str, int]:
+        """Finding key -> id of its ActionRequest awaiting approval."""
+        return {r.key: r.id for r in self.store.list_requests(states=["proposed"]) if r.id is not None}
+
+    def read_queues(
+        self, now: datetime, team: str | None = None, cluster: str | None = None,
+    ) -> tuple[ClusterSnapshot, list[Finding], QueueReport]:
+        """Read the cluster and telemetry at ``now``; return the snapshot, the idle findings
+        (empty, logged, when the telemetry cannot be read: the queues are still worth showing) and
+        the queue report (only ``team``'s queues when given). ``cluster`` names one of several
+        clusters (default: the first). Raises ClusterReadError when the cluster cannot be read,
+        UnknownCluster for a name not configured."""
+        reader, telemetry, name = self.cluster, self.telemetry, None
+        if cluster is not None and self.clusters:
+            parts = self.parts(cluster)
+            reader, telemetry, name = parts.cluster, parts.telemetry, parts.name
+        elif cluster not in (None, self.cluster_name):
+            raise UnknownCluster(f"no cluster {cluster!r}; this bot watches one cluster, {self.cluster_name}")
+        try:
+            snapshot = reader.snapshot(now)
+        except ClusterReadError:
+            if self.metrics:
+                self.metrics.kubernetes_error("read")
+            raise
+        try:
+            found = detect_with(snapshot, telemetry, self.prices, self.policy, self.teams, now)
+            if name is not None:
+                # Keyed as the sweep keys them, so open requests are recognised.
+                found = in_cluster(found, name, first=name == self.clusters[0].name)
+            findings = found.findings
+        except Exception:  # noqa: BLE001 - queues without the idle context beat no queues
+            log.exception("telemetry at %s unreadable; queues shown without idle GPUs elsewhere", now.isoformat())
+            findings = []
+        positions = self.queue_positions(snapshot, reader)
+        report = queue_report(
+            snapshot, findings, self.teams, now, open_requests=self.open_request_ids(), team=team, positions=positions,
+        )
+        return snapshot, findings, report
+
+    def queue_positions(self, snapshot: ClusterSnapshot, reader: ClusterReader | None = None) -> dict:
+        """Where each pending Workload stands in its ClusterQueue, from Kueue's visibility API
+        when the cluster reader (default: the first cluster's) offers it (a kubectl dump does
+        not); empty, logged, when it cannot be read: the queues are still worth showing without
+        positions."""
+        reader = getattr(reader or self.cluster, "queue_positions", None)
+        if reader is None:
+            return {}
+        by_lq = {(q.namespace, q.name): q.cluster_queue for q in snapshot.local_queues}
+        cqs = sorted({
+            by_lq[(w.namespace, w.queue_name)] for w in snapshot.workloads
+            if not w.admitted and w.active and not w.finished and (w.namespace, w.queue_name) in by_lq
+        })
+        try:
+            return reader(cqs)
+        except Exception:  # noqa: BLE001 - positions are context; the queue report stands without them
+            log.exception("Kueue's visibility API unreadable at %s; positions unknown", snapshot.taken_at.isoformat())
+            return {}
+
+    # --- who may do what ------------------------------------------------------------------------
+
+    def approvers_of(self, team_name: str) -> set[str]:
+        """Slack user ids allowed to approve for ``team_name`` (user groups expanded)."""
+        team = self.teams.team_for_name(team_name)
+        users: set[str] = set()
+        for a in team.approvers if team else []:
+            if a.startswith("S"):
+                users |= self.group_members(a)
+            else:
+                users.add(a)
+        return users
+
+    def team_budgets(self) -> dict[str, float]:
+        """Team -> monthly budget in USD: the config's ``teams[].monthly_budget_usd``, overridden
+        by budgets set in chat (``/gpu budget set``, kept in the store)."""
+        out = {name: t.monthly_budget_usd for name, t in self.teams.teams.items() if t.monthly_budget_usd}
+        out.update({b.team: b.usd_per_month for b in self.store.budgets()})
+        return out
+
+    # --- what it cost ---------------------------------------------------------------------------
+
+    def cost_report(self, start: datetime, end: datetime, cluster: str | None = None) -> CostReport:
+        """Every team's GPU-hours and USD over ``[start, end]`` (aware UTC datetimes, e.g. from
+        :func:`actions.cost.periods.parse_period`), as a :class:`~actions.cost.report.CostReport` whose
+        ``teams`` maps team name -> :class:`~actions.cost.report.TeamReport` (``"unallocated"`` included
+        when pods in no team used GPUs; configured teams always present).
+
+        With several clusters: the fleet's figures (:meth:`fleet_report`), or ``cluster``'s
+        alone when named. Node capacity types missing from ``kube_node_labels`` are read through
+        the cluster's API server. Overlapping calls for the same period share one computation
+        and its result, which is also handed out for a minute after it was computed.
+        Raises ReportUnavailable when there is no usage source, UnknownCluster for a cluster not
+        configured, and actions.sources.prometheus.api.TelemetryError when Prometheus fails.
+        """
+        if not self.clusters:
+            if cluster not in (None, self.cluster_name):
+                raise UnknownCluster(f"no cluster {cluster!r}; this bot watches one cluster, {self.cluster_name}")
+            return self._report_of(self.costs, self.cluster, start, end)
+        if cluster is None:
+            return self.fleet_report(start, end).fleet
+        parts = self.parts(cluster)
+        return self._report_of(parts.costs, parts.cluster, start, end, parts.name)
+
+    def fleet_report(self, start: datetime, end: datetime) -> FleetReport:
+        """Each cluster's report over ``[start, end]`` and the fleet's totals
+        (:func:`actions.cost.reporting.build_fleet_report`): a cluster whose report fails is left out
+        of the totals and named in the fleet's warnings. A bot of one cluster gives a fleet of
+        one. Shared by overlapping callers as :meth:`cost_report`. Raises ReportUnavailable
+        without a usage source, and the first cluster's error when no report could be made."""
+        if not self.clusters:
+            one = self.cost_report(start, end)
+            return fleet_report({self.cluster_name: one}, {}, start, end)
+        if any(c.costs is None for c in self.clusters):
+            raise ReportUnavailable("cost reports need a Prometheus usage source for every cluster")
+
+        def nodes(reader: ClusterReader) -> Callable[[], Mapping]:
+            return lambda: reader.snapshot(self.clock()).nodes
+
+        return self._fleets.do((start, end), lambda: build_fleet_report(
+            [(c.name, c.costs, nodes(c.cluster)) for c in self.clusters],
+            self.prices, self.teams, self.policy, start, end,
+        ))
+
+    def _report_of(
+        self, costs: CostSetup | None, reader: ClusterReader, start: datetime, end: datetime, cluster: str = "",
+    ) -> CostReport:
+        if costs is None:
+            raise ReportUnavailable("cost reports need a Prometheus usage source (Runtime.costs is not set)")
+        return self._reports.do((cluster, start, end), lambda: build_report(
+            costs, self.prices, self.teams, self.policy, start, end,
+            api_nodes=lambda: reader.snapshot(self.clock()).nodes,
+        ))
+
+    def spend_function(self) -> Callable[[datetime, datetime], Mapping[str, float]] | None:
+        """``(start, end) -> {team: USD spent in [start, end]}`` from :meth:`cost_report`, for
+        what shows spend next to a budget; None when there is no usage source."""
+        if self.costs is None:
+            return None
+        return lambda start, end: {team: r.cost_usd for team, r in self.cost_report(start, end).teams.items()}

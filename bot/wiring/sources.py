@@ -1,0 +1,118 @@
+"""The Prometheus readers a bot's settings describe: DCGM telemetry (or a recording), Kueue
+metrics, usage history for reports (Prometheus, or the usage ledger in the bot's database), and
+the history advice is drawn from. :mod:`bot.wiring` and the CLI commands build their readers here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from actions.advice.round import AdviceSetup
+from actions.cost.reporting import CostSetup
+from actions.ledger.rollup import SOURCES, LedgerUsage
+from actions.sources.prometheus.api import PrometheusApi
+from actions.sources.prometheus.history import AdviceHistorySource
+from actions.sources.prometheus.kueue import KueueMetrics
+from actions.sources.prometheus.telemetry import PrometheusTelemetry
+from actions.sources.prometheus.usage import PrometheusUsage
+from actions.sources.recording import RecordedTelemetry
+from actions.store.activity import ActivityStore
+from actions.store.database import Store
+from actions.store.ledger import LedgerStore
+from bot.settings import Settings
+from bot.settings.clusters import ClusterTarget
+
+
+def _prometheus(settings: Settings) -> dict[str, Any]:
+    """The connection options every Prometheus reader shares: URL, headers (with the bearer
+    token), TLS verification."""
+    return {
+        "url": settings.prometheus.url,
+        "headers": settings.prometheus_headers(),
+        "verify_tls": settings.prometheus.verify_tls,
+    }
+
+
+def telemetry_source(settings: Settings, telemetry_file: str | Path | None = None, store: Store | None = None):
+    """A telemetry recording when one is given, else the configured Prometheus, keeping its
+    lookback answers in ``store`` between sweeps (None: every sweep asks for the whole lookback)."""
+    if telemetry_file:
+        return RecordedTelemetry.from_file(telemetry_file)
+    p = _prometheus(settings)
+    return PrometheusTelemetry(
+        p["url"], p["headers"], verify_tls=p["verify_tls"], timeout_seconds=settings.prometheus.timeout_seconds,
+        state=None if store is None else ActivityStore(store), cluster=settings.cluster_targets()[0].name,
+    )
+
+
+def kueue_metrics(settings: Settings, target: ClusterTarget | None = None) -> KueueMetrics:
+    """The admission-wait and spot-ratio reader of ``target`` (default: the first or only
+    cluster), narrowed to its label on a shared query endpoint."""
+    target = target or settings.cluster_targets()[0]
+    return KueueMetrics(
+        target.prometheus_url, target.headers, verify_tls=settings.prometheus.verify_tls,
+        timeout_seconds=settings.prometheus.timeout_seconds, scope=target.scope,
+    )
+
+
+def kueue_by_cluster(settings: Settings) -> dict[str, KueueMetrics]:
+    """Cluster name -> :func:`kueue_metrics` of each cluster of ``clusters:``, in order."""
+    return {t.name: kueue_metrics(settings, t) for t in settings.cluster_targets()}
+
+
+def prometheus_usage(settings: Settings, target: ClusterTarget | None = None) -> PrometheusUsage:
+    """The configured Prometheus's kube-state-metrics and DCGM history, or ``target``'s (a
+    cluster of ``clusters:``, narrowed to its label), read with the cost queries' timeout and
+    the team label."""
+    target = target or settings.cluster_targets()[0]
+    return PrometheusUsage(
+        target.prometheus_url, target.headers, verify_tls=settings.prometheus.verify_tls,
+        timeout_seconds=settings.costs.query_timeout_seconds, team_label=settings.costs.team_label,
+        scope=target.scope,
+    )
+
+
+def usage_source(
+    settings: Settings, store: Store | None, source: str = "auto", target: ClusterTarget | None = None,
+) -> PrometheusUsage | LedgerUsage:
+    """Where reports of ``target`` (default: the first or only cluster) read usage:
+    ``prometheus`` straight from Prometheus; ``ledger`` the usage ledger in ``store`` alone (no
+    PromQL); ``auto`` the ledger with the current hour from Prometheus when ``ledger.enabled``
+    (else Prometheus). Raises ValueError for another source, or ``ledger`` without a store."""
+    if source not in SOURCES:
+        raise ValueError(f"source {source!r} is not one of {', '.join(SOURCES)}; e.g. --source ledger")
+    target = target or settings.cluster_targets()[0]
+    prometheus = prometheus_usage(settings, target)
+    if source == "prometheus" or (source == "auto" and (not settings.ledger.enabled or store is None)):
+        return prometheus
+    if store is None:
+        raise ValueError("source ledger reads the database; give a config whose database_url holds the ledger")
+    return LedgerUsage(
+        LedgerStore(store), prometheus, cluster=target.name, team_label=settings.costs.team_label, source=source,
+    )
+
+
+def cost_setup(
+    settings: Settings, store: Store | None = None, source: str = "auto", target: ClusterTarget | None = None,
+) -> CostSetup:
+    """Cost reports of ``target`` (default: the first or only cluster) from :func:`usage_source`
+    (the ledger in ``store`` when ``ledger.enabled``, else Prometheus's history), with the
+    ``costs`` settings (team label, top consumers, time zone)."""
+    return CostSetup(
+        usage=usage_source(settings, store, source, target),
+        team_label=settings.costs.team_label,
+        top_consumers=settings.costs.top_consumers,
+        timezone=settings.costs.timezone,
+        spot_ratio_target=settings.alerts.spot_ratio_target,
+    )
+
+
+def advice_setup(settings: Settings, target: ClusterTarget | None = None) -> AdviceSetup:
+    """Advice history from the configured Prometheus, or ``target``'s (a cluster of
+    ``clusters:``, narrowed to its label); 7 and 30 days of DCGM series are heavy queries:
+    ``costs.query_timeout_seconds`` bounds them. Judged by the ``advice`` settings."""
+    p = _prometheus(settings)
+    url, headers, scope = (p["url"], p["headers"], None) if target is None else (target.prometheus_url, target.headers, target.scope)
+    api = PrometheusApi(url, headers, verify_tls=p["verify_tls"], timeout_seconds=settings.costs.query_timeout_seconds, scope=scope)
+    return AdviceSetup(AdviceHistorySource(api), settings.advice)
