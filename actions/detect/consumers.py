@@ -38,6 +38,7 @@ from actions.model.kube import (
     KubeObject,
     ObjectRef,
     ScalableOwner,
+    controller_of,
 )
 from actions.model.kueue import Workload
 from actions.policy.rules import Policy
@@ -154,7 +155,7 @@ def _kueue(pod: GpuPod, chain: list[Link], wl: Workload) -> Consumer:
 def _deactivate(wl: Workload, top: KubeObject | ScalableOwner | None, ns: str) -> Consumer:
     """A job under Kueue in namespace ``ns``: its Workload deactivated (``top``: the top of its
     pods' owner chain)."""
-    job = next((o for o in wl.owners if o.controller), None) or (wl.owners[0] if wl.owners else None)
+    job = controller_of(wl.owners) or (wl.owners[0] if wl.owners else None)
     kind, name = (job.kind, job.name) if job else ("Workload", wl.name)
     target = ObjectRef(wl.api_version, "Workload", ns, wl.name)
     return Consumer(

@@ -25,7 +25,15 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from actions.detect.memo import memoized
-from actions.model.kube import NOTEBOOK_API_VERSION, GpuPod, KubeObject, OwnerRef, ScalableOwner, api_group
+from actions.model.kube import (
+    NOTEBOOK_API_VERSION,
+    GpuPod,
+    KubeObject,
+    OwnerRef,
+    ScalableOwner,
+    api_group,
+    controller_of,
+)
 from actions.model.kueue import Workload
 from actions.model.snapshot import ClusterSnapshot
 
@@ -117,7 +125,7 @@ class OwnerIndex:
         labels = dict(pod.labels)
         seen: set[tuple[str, str]] = set()
         while True:
-            ref = next((o for o in owners if o.controller), None)
+            ref = controller_of(owners)
             if ref is None or (ref.kind, ref.name) in seen:
                 return links
             seen.add((ref.kind, ref.name))

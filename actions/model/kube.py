@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from actions.hardware.gpus import GPU_RESOURCE, gpu_equivalents, gpu_family, mig_profile
 
@@ -73,6 +73,12 @@ def api_group(api_version: str) -> str:
     return api_version.split("/", 1)[0] if "/" in api_version else ""
 
 
+def controller_of(owners: Iterable[OwnerRef]) -> OwnerRef | None:
+    """Of an object's ``ownerReferences``, the one with ``controller: true`` (Kubernetes allows
+    at most one), None when none has it: the link every owner walk follows upward."""
+    return next((o for o in owners if o.controller), None)
+
+
 @dataclass(frozen=True)
 class KubeObject:
     """Any object on a GPU pod's owner chain (a Job, JobSet, TrainJob, RayJob, RayCluster,
@@ -100,7 +106,7 @@ class KubeObject:
     @property
     def controller(self) -> OwnerRef | None:
         """The owner reference with ``controller: true``, if any."""
-        return next((o for o in self.owners if o.controller), None)
+        return controller_of(self.owners)
 
 
 @dataclass(frozen=True)

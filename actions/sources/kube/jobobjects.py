@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from actions.model.kube import KubeObject
+from actions.model.kube import KubeObject, controller_of
 from actions.model.kueue import ClusterQueue, LocalQueue, ResourceFlavor
 from actions.sources.kube.objects import _owners, is_gpu_resource
 from actions.sources.kube.structs import ListMeta, ObjectMeta, decode
@@ -215,7 +215,7 @@ def owners_of_gpu_pods(snapshot_pods, objects, known) -> list[KubeObject]:
     for pod in snapshot_pods:
         owners = pod.owners
         for _ in range(8):
-            ref = next((o for o in owners if o.controller), None)
+            ref = controller_of(owners)
             if ref is None:
                 break
             key = (pod.namespace, ref.kind, ref.name)

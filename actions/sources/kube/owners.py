@@ -20,7 +20,7 @@ import kubernetes.client
 import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
 
-from actions.model.kube import GpuPod, KubeObject, OwnerRef, api_group
+from actions.model.kube import GpuPod, KubeObject, OwnerRef, api_group, controller_of
 from actions.sources.kube.jobobjects import OWNER_KINDS, decode_owner, decode_owner_page
 
 log = logging.getLogger(__name__)
@@ -101,7 +101,7 @@ class OwnerReader:
             pending: list[Key] = []
             wanted: dict[Key, OwnerRef] = {}
             for namespace, owners in frontier:
-                ref = next((o for o in owners if o.controller), None)
+                ref = controller_of(owners)
                 if ref is None:
                     continue
                 key = (namespace, ref.kind, ref.name)
