@@ -38,7 +38,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from actions.cost.engine import compute_cost_report, consumer_of
-from actions.cost.gc_pause import collector_paused
+from actions.cost.gc_pause import gc_paused
 from actions.cost.periods import parse_period
 from actions.ledger.rollup import LedgerRollup, LedgerUsage
 from actions.model.ledger import CAPACITY, FILLED, HELD
@@ -245,7 +245,7 @@ def fleet_scale(n_gpus: int, days: int, repeat: int) -> tuple:
             t0, c0 = time.perf_counter(), time.process_time()
             usage = source.fetch(p_start, p_end, Policy())
             t1 = time.perf_counter()
-            with collector_paused():  # as build_report prices every report
+            with gc_paused():  # as build_report prices every report
                 report = compute_cost_report(usage, prices(), TEAMS, team_label="team")
             runs.append(time.perf_counter() - t0)
             cpus.append(time.process_time() - c0)

@@ -9,7 +9,7 @@ import gc
 import threading
 from datetime import date, datetime, timezone
 
-from actions.cost.gc_pause import collector_paused
+from actions.cost.gc_pause import gc_paused
 from actions.ledger.rows import price_groups
 from actions.model.kube import CapacityType
 from actions.model.ledger import CAPACITY, HELD, LedgerRow
@@ -75,9 +75,9 @@ def test_the_collector_is_off_inside_and_back_on_after_the_last_holder():
     was = gc.isenabled()
     gc.enable()
     try:
-        with collector_paused():
+        with gc_paused():
             assert not gc.isenabled()
-            with collector_paused():
+            with gc_paused():
                 assert not gc.isenabled()
             assert not gc.isenabled()  # the outer block still holds it
         assert gc.isenabled()
@@ -85,14 +85,14 @@ def test_the_collector_is_off_inside_and_back_on_after_the_last_holder():
         inside, release = threading.Event(), threading.Event()
 
         def other_report() -> None:
-            with collector_paused():
+            with gc_paused():
                 inside.set()
                 release.wait(10)
 
         t = threading.Thread(target=other_report)
         t.start()
         inside.wait(10)
-        with collector_paused():
+        with gc_paused():
             pass
         assert not gc.isenabled()  # another thread's report is still running
         release.set()
@@ -100,7 +100,7 @@ def test_the_collector_is_off_inside_and_back_on_after_the_last_holder():
         assert gc.isenabled()
 
         gc.disable()
-        with collector_paused():
+        with gc_paused():
             pass
         assert not gc.isenabled()  # off before, so left off
     finally:
