@@ -26,7 +26,7 @@ from prometheus_client import CollectorRegistry
 from typer.testing import CliRunner
 
 from actions.cost.fleet import fleet_report
-from actions.cost.report import Consumer, CostReport, DailyCost, FlavorLine, TeamReport
+from actions.cost.report import ConsumerLine, CostReport, DailyCost, FlavorLine, TeamReport
 from actions.detect.clusters import cluster_key
 from actions.policy.rules import Policy
 from actions.sources.prometheus.api import PrometheusApi
@@ -150,7 +150,7 @@ def _team_report(team, hours, cost, idle_hours, spot_ratio, consumer):
     line = FlavorLine("H100", "spot", hours, cost / hours, cost, idle_hours, idle_hours * cost / hours, "config override")
     return TeamReport(
         team, start, end, hours, cost, idle_hours, idle_hours * cost / hours, (hours - idle_hours) / hours, spot_ratio,
-        by_flavor=(line,), top_consumers=(Consumer("Notebook", "ml", consumer, hours, cost, idle_hours, idle_hours / hours),),
+        by_flavor=(line,), top_consumers=(ConsumerLine("Notebook", "ml", consumer, hours, cost, idle_hours, idle_hours / hours),),
         daily=(DailyCost(start.date(), {"spot": cost}, idle_hours * cost / hours),), namespaces=("ml",),
     )
 

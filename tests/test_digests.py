@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from actions.cost.report import Consumer, CostReport, DailyCost, FlavorLine, TeamReport
+from actions.cost.report import ConsumerLine, CostReport, DailyCost, FlavorLine, TeamReport
 from actions.cost.reporting import CostSetup
 from actions.executors.in_memory import InMemoryCluster
 from actions.model.kube import CapacityType
@@ -161,7 +161,7 @@ def _flavor(instance_type: str, capacity: CapacityType, gpu_hours: float, idle_h
     )
 
 
-def _team(name: str, start: datetime, end: datetime, flavors: list[FlavorLine], consumers: list[Consumer]) -> TeamReport:
+def _team(name: str, start: datetime, end: datetime, flavors: list[FlavorLine], consumers: list[ConsumerLine]) -> TeamReport:
     hours = sum(f.gpu_hours for f in flavors)
     idle = sum(f.idle_gpu_hours for f in flavors)
     spot = sum(f.gpu_hours for f in flavors if f.capacity_type == "spot")
@@ -197,8 +197,8 @@ def _report(start: datetime, end: datetime) -> CostReport:
         end,
         [_flavor("p5.48xlarge", CapacityType.ON_DEMAND, 336.0, 84.0), _flavor("p4d.24xlarge", CapacityType.SPOT, 112.0, 0.0)],
         [
-            Consumer("Notebook", "ml-research", "llm-explore", 168.0, 168.0 * 12.29, 84.0, 0.5),
-            Consumer("Workload", "ml-research", "job-train-7b", 112.0, 175.0, 0.0, 0.0, queue="research-queue"),
+            ConsumerLine("Notebook", "ml-research", "llm-explore", 168.0, 168.0 * 12.29, 84.0, 0.5),
+            ConsumerLine("Workload", "ml-research", "job-train-7b", 112.0, 175.0, 0.0, 0.0, queue="research-queue"),
         ],
     )
     serving = _team("serving", start, end, [_flavor("g5.xlarge", CapacityType.ON_DEMAND, 168.0, 20.0)], [])

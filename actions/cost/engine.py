@@ -42,7 +42,7 @@ from actions.cost.report import (
     NO_PRICE,
     RESERVED_ON_PREM,
     UNALLOCATED,
-    Consumer,
+    ConsumerLine,
     CostReport,
     DailyCost,
     FlavorLine,
@@ -328,9 +328,9 @@ def compute_cost_report(
                 )
             )
         lines.sort(key=lambda f: (-f.cost_usd, -f.gpu_hours, f.gpu_model, f.capacity_type))
-        # Only the top few become Consumers: a large fleet's team has 10,000s of owners.
+        # Only the top few become ConsumerLines: a large fleet's team has 10,000s of owners.
         top = [
-            Consumer(kind, ns, name, c.gpu_hours, c.cost, c.idle, c.idle / c.gpu_hours if c.gpu_hours else 0.0,
+            ConsumerLine(kind, ns, name, c.gpu_hours, c.cost, c.idle, c.idle / c.gpu_hours if c.gpu_hours else 0.0,
                      consumer_queue.get((kind, ns, name)))
             for (kind, ns, name), c in heapq.nsmallest(
                 top_consumers, consumers.get(t, {}).items(),

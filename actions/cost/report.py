@@ -52,10 +52,11 @@ class FlavorLine:
 
 
 @dataclass(frozen=True)
-class Consumer:
-    """A workload owner and what it used: ``kind`` is ``Notebook``, ``Workload`` (Kueue),
-    ``Job``, ``Deployment``, ``StatefulSet``, ... or ``Pod``; ``idle_share`` ratio 0-1 of its
-    GPU-hours that were idle; ``queue`` the Kueue LocalQueue when the pods carried one."""
+class ConsumerLine:
+    """One of a team's top consumers and what it used (GPU-hours, USD): ``kind`` is
+    ``Notebook``, ``Workload`` (Kueue), ``Job``, ``Deployment``, ``StatefulSet``, ... or ``Pod``;
+    ``idle_share`` ratio 0-1 of its GPU-hours that were idle; ``queue`` the Kueue LocalQueue when
+    the pods carried one."""
 
     kind: str
     namespace: str
@@ -99,7 +100,7 @@ class TeamReport:
     efficiency: float | None
     spot_ratio: float | None
     by_flavor: tuple[FlavorLine, ...] = ()
-    top_consumers: tuple[Consumer, ...] = ()
+    top_consumers: tuple[ConsumerLine, ...] = ()
     daily: tuple[DailyCost, ...] = ()
     notes: tuple[str, ...] = ()
     namespaces: tuple[str, ...] = ()
