@@ -66,7 +66,7 @@ def report_figures(report: CostReport) -> dict:
             None if t.efficiency is None else round(t.efficiency, 6),
             None if t.spot_ratio is None else round(t.spot_ratio, 6),
             [(f.gpu_model, f.capacity_type, round(f.gpu_hours, 6), cents(f.cost_usd), cents(f.idle_cost_usd),
-              f.price_source, f.price_as_of) for f in t.by_flavor],
+              f.price_source, f.price_as_of) for f in t.price_lines],
             [(c.kind, c.namespace, c.name, c.queue, round(c.gpu_hours, 6), cents(c.cost_usd), round(c.idle_share, 6))
              for c in t.top_consumers],
             [(x.day, {k: cents(v) for k, v in x.cost_usd_by_capacity_type.items()}, cents(x.idle_cost_usd))
@@ -352,7 +352,7 @@ def test_shares_of_gpus_and_unrequested_gpus_read_back_the_same_to_the_cent(data
     assert {n: (round(a, 6), cents(b)) for n, (a, b) in ours.unrequested.by_node.items()} == {
         n: (round(a, 6), cents(b)) for n, (a, b) in theirs.unrequested.by_node.items()}
     assert (cents(ours.node_cost_usd), cents(ours.unrequested.cost_usd)) == (1482.24, 553.68) and ours.reconciles
-    flavors = {f.gpu_model for t in ours.teams.values() for f in t.by_flavor}
+    flavors = {f.gpu_model for t in ours.teams.values() for f in t.price_lines}
     assert "A100 MIG 1g.5gb" in flavors and any("shared" in f for f in flavors)
     rows = LedgerStore(store).rows(CLUSTER, end - HOUR)
     assert {r.node for r in rows if r.measure == CAPACITY} >= {"h100-empty", "a100-mig-single"}

@@ -45,7 +45,7 @@ from actions.cost.report import (
     ConsumerLine,
     CostReport,
     DailyCost,
-    FlavorLine,
+    PriceLine,
     TeamReport,
     UnrequestedLine,
 )
@@ -253,8 +253,8 @@ def compute_cost_report(
             team_by_ns[ns] = team_of(ns, teams, usage.namespace_labels, team_label)
         return team_by_ns[ns]
 
-    flavors: dict[str, dict[tuple, _Acc]] = defaultdict(lambda: defaultdict(_Acc))
-    flavor_quote: dict[tuple, _Priced] = {}
+    lines_by_team: dict[str, dict[tuple, _Acc]] = defaultdict(lambda: defaultdict(_Acc))
+    line_quote: dict[tuple, _Priced] = {}
     consumers: dict[str, dict[tuple, _Acc]] = defaultdict(lambda: defaultdict(_Acc))
     consumer_queue: dict[tuple, str | None] = {}
     spot_hours: dict[str, float] = defaultdict(float)
@@ -270,9 +270,9 @@ def compute_cost_report(
             unpriced.add(p.node)
         idle = min(p.idle_gpu_hours, p.gpu_hours)
         shown = f"{pr.gpu_model} {p.flavor}" if p.flavor else pr.gpu_model
-        fkey = (shown, pr.capacity_label, rate, pr.quote.source if pr.quote else "")
-        flavor_quote[fkey] = pr
-        acc = flavors[t][fkey]
+        lkey = (shown, pr.capacity_label, rate, pr.quote.source if pr.quote else "")
+        line_quote[lkey] = pr
+        acc = lines_by_team[t][lkey]
         acc.gpu_hours += p.gpu_hours
         acc.idle += idle
         acc.cost += p.gpu_hours * rate
@@ -307,14 +307,14 @@ def compute_cost_report(
         )
 
     days = [d for d, _, _ in day_buckets(usage.start, usage.end)]
-    names = set(flavors) | set(teams.teams)
+    names = set(lines_by_team) | set(teams.teams)
     reports: dict[str, TeamReport] = {}
     for t in sorted(names, key=lambda n: (n == UNALLOCATED, n)):
         lines = []
-        for (model, cap, rate, source), acc in flavors.get(t, {}).items():
-            quote = flavor_quote[(model, cap, rate, source)].quote
+        for (model, cap, rate, source), acc in lines_by_team.get(t, {}).items():
+            quote = line_quote[(model, cap, rate, source)].quote
             lines.append(
-                FlavorLine(
+                PriceLine(
                     gpu_model=model,
                     capacity_type=cap,
                     gpu_hours=acc.gpu_hours,
@@ -364,7 +364,7 @@ def compute_cost_report(
             idle_cost_usd=sum(f.idle_cost_usd for f in lines),
             efficiency=(hours - idle) / hours if hours else None,
             spot_ratio=spot_hours[t] / hours if hours else None,
-            by_flavor=tuple(lines),
+            price_lines=tuple(lines),
             top_consumers=tuple(top),
             daily=team_daily,
             notes=tuple(team_notes),
