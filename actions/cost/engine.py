@@ -269,7 +269,7 @@ def compute_cost_report(
         if pr.quote is None:
             unpriced.add(p.node)
         idle = min(p.idle_gpu_hours, p.gpu_hours)
-        shown = f"{pr.gpu_model} {p.flavor}" if p.flavor else pr.gpu_model
+        shown = f"{pr.gpu_model} {p.sharing}" if p.sharing else pr.gpu_model
         lkey = (shown, pr.capacity_label, rate, pr.quote.source if pr.quote else "")
         line_quote[lkey] = pr
         acc = lines_by_team[t][lkey]

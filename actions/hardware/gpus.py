@@ -177,9 +177,9 @@ def resource_from_ksm(label: str) -> str | None:
     return f"{MIG_RESOURCE_PREFIX}{match.group(1)}g.{match.group(2)}gb" + ("+me" if match.group(3) else "")
 
 
-def share_label(devices: Mapping[str, float], replicas: int = 1, product: str | None = None) -> str | None:
-    """How ``devices`` (resource -> count) share a GPU, for a report line: ``"MIG 1g.5gb"``,
-    ``"shared 1/4"``; None for whole GPUs."""
+def sharing_of(devices: Mapping[str, float], replicas: int = 1, product: str | None = None) -> str | None:
+    """The sharing of ``devices`` (resource -> count): how they share a GPU, as a price line shows
+    it (``"MIG 1g.5gb"``, ``"shared 1/4"``); None for whole GPUs."""
     shown = []
     single_mig = mig_profile(product) if product and "-MIG-" in product.upper() else None
     for resource in sorted(devices):

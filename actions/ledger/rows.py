@@ -56,14 +56,14 @@ def rows_from_usage(
 ) -> list[LedgerRow]:
     """The ledger rows of one hour's ``usage`` (``usage.start`` = ``hour``, one hour long, as
     :class:`~actions.sources.prometheus.usage.PrometheusUsage` reads it): pods summed per
-    (namespace, owner, node, GPU model, flavor), and each node's capacity. ``prices`` (optional)
+    (namespace, owner, node, GPU model, sharing), and each node's capacity. ``prices`` (optional)
     records the price in force. Raises ValueError when ``hour`` is not the start of an hour."""
     if hour != floor_hour(hour):
         raise ValueError(f"{hour.isoformat()} is not the start of an hour; e.g. 2026-11-20T06:00:00Z")
     held: dict[tuple, list[float]] = defaultdict(lambda: [0.0, 0.0])
     for p in usage.pods:
         kind, name, queue = consumer_of(usage.owners.get((p.namespace, p.pod)), p.namespace, p.pod)
-        acc = held[(p.namespace, kind, name, queue, p.node, p.gpu_model, p.flavor)]
+        acc = held[(p.namespace, kind, name, queue, p.node, p.gpu_model, p.sharing)]
         acc[0] += p.gpu_hours
         acc[1] += min(p.idle_gpu_hours, p.gpu_hours)
 
@@ -85,9 +85,9 @@ def rows_from_usage(
 
     hour = floor_hour(hour)
     rows = [
-        LedgerRow(hour, cluster, HELD, ns, kind, name, node, hours, idle, queue, team(ns), model, flavor,
+        LedgerRow(hour, cluster, HELD, ns, kind, name, node, hours, idle, queue, team(ns), model, sharing,
                   **node_facts(node, model))
-        for (ns, kind, name, queue, node, model, flavor), (hours, idle) in sorted(held.items(), key=_key)
+        for (ns, kind, name, queue, node, model, sharing), (hours, idle) in sorted(held.items(), key=_key)
     ]
     rows += [
         LedgerRow(hour, cluster, CAPACITY, "", "", "", node, hours, **node_facts(node, None))
@@ -133,14 +133,14 @@ def usage_from_rows(
         pod = f"{r.owner_kind}/{r.owner_name}/{r.queue or ''}"
         if (r.namespace, pod) not in owners:
             owners[(r.namespace, pod)] = owner_for(r.namespace, pod, r.owner_kind, r.owner_name, r.queue)
-        acc = pods.setdefault((r.namespace, pod, r.node, r.gpu_model, r.flavor), [0.0, 0.0])
+        acc = pods.setdefault((r.namespace, pod, r.node, r.gpu_model, r.sharing), [0.0, 0.0])
         acc[0] += r.gpu_hours
         acc[1] += r.idle_gpu_hours
     # As a report from Prometheus orders them (by namespace, pod, node): the first pod on a node
     # to name its GPU model names it for the node's daily rows.
     pod_rows = tuple(
-        PodUsage(ns, pod, node, hours, idle, model, flavor)
-        for (ns, pod, node, model, flavor), (hours, idle) in sorted(pods.items(), key=lambda kv: kv[0][:3])
+        PodUsage(ns, pod, node, hours, idle, model, sharing)
+        for (ns, pod, node, model, sharing), (hours, idle) in sorted(pods.items(), key=lambda kv: kv[0][:3])
     )
     nodes = {
         n: NodeInfo(n, instance_type=r.instance_type, gpu_model=r.gpu_product, replicas=r.replicas,

@@ -24,7 +24,8 @@ class LedgerRow:
     (:meth:`actions.store.ledger.LedgerStore.key_sums`), the latest hour the row's key was seen;
     ``cluster`` the ``cluster_name`` setting; ``measure`` :data:`HELD` or :data:`CAPACITY`
     (``namespace``/``owner_*`` empty). ``namespace_team``: the namespace's ``costs.team_label``
-    value that hour. ``capacity_type`` is None when ``kube_node_labels`` had none (the report
+    value that hour. ``sharing`` how the GPUs were shared (``"MIG 1g.5gb"``, ``"shared 1/4"``;
+    None when whole). ``capacity_type`` is None when ``kube_node_labels`` had none (the report
     then asks the Kubernetes API, as it does for Prometheus). ``gpu_hours``/``idle_gpu_hours``:
     GPU-hours (physical-GPU equivalents). ``usd_per_gpu_hour`` (USD per GPU-hour) and
     ``price_source``: the price in force when the hour was written (shown, never re-used: a
@@ -42,7 +43,7 @@ class LedgerRow:
     queue: str | None = None
     namespace_team: str | None = None
     gpu_model: str | None = None
-    flavor: str | None = None
+    sharing: str | None = None
     instance_type: str | None = None
     capacity_type: str | None = None
     gpu_product: str | None = None

@@ -30,7 +30,7 @@ class PodUsage:
 
     ``gpu_hours`` are allocated GPU-hours (physical-GPU equivalents); ``idle_gpu_hours`` the idle
     part of them (see the module docstring); ``gpu_model`` the DCGM ``modelName`` when telemetry
-    named one; ``flavor`` how the GPU was shared when it was (``"MIG 1g.5gb"``, ``"shared 1/4"``).
+    named one; ``sharing`` how the GPU was shared when it was (``"MIG 1g.5gb"``, ``"shared 1/4"``).
     """
 
     namespace: str
@@ -39,7 +39,7 @@ class PodUsage:
     gpu_hours: float
     idle_gpu_hours: float = 0.0
     gpu_model: str | None = None
-    flavor: str | None = None
+    sharing: str | None = None
 
 
 @dataclass(frozen=True)

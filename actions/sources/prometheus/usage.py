@@ -43,7 +43,7 @@ from actions.hardware.gpus import (
     gpu_family,
     mig_fraction,
     resource_from_ksm,
-    share_label,
+    sharing_of,
 )
 from actions.model.kube import CapacityType
 from actions.model.times import HOUR, floor_hour
@@ -107,14 +107,14 @@ class _Devices:
         return (gpu_family(model) if model else None), (info.replicas if info else 1), product
 
     def equivalents(self, node: str, ksm_resource: str, count: float) -> tuple[float, str | None]:
-        """``(equivalents, share label)`` of ``count`` of a resource on ``node``; ``(0, None)``
+        """``(equivalents, sharing)`` of ``count`` of a resource on ``node``; ``(0, None)``
         for a resource that is not a GPU."""
         resource = resource_from_ksm(ksm_resource)
         if resource is None:
             return 0.0, None
         family, replicas, product = self._node(node)
         devices = {resource: count}
-        return gpu_equivalents(devices, family, replicas, product), share_label(devices, replicas, product)
+        return gpu_equivalents(devices, family, replicas, product), sharing_of(devices, replicas, product)
 
     def idle(self, host: str, profile: str, count: float) -> float:
         """Equivalents of ``count`` idle DCGM device-steps on ``host``: a MIG instance its
@@ -160,22 +160,22 @@ def parse_usage(
             models[(ns, pod)] = m["modelName"]
 
     pods = []
-    alloc_by_pod: dict[tuple[str, str], dict[str, list]] = {}  # -> node -> [GPU-hours, share labels]
+    alloc_by_pod: dict[tuple[str, str], dict[str, list]] = {}  # -> node -> [GPU-hours, sharings]
     for s in results.get("allocated", []):
         m = s["metric"]
-        hours, share = devices.equivalents(m["node"], m.get("resource", "nvidia_com_gpu"), _value(s))
+        hours, sharing = devices.equivalents(m["node"], m.get("resource", "nvidia_com_gpu"), _value(s))
         if hours <= 0:
             continue
         row = alloc_by_pod.setdefault((m["namespace"], m["pod"]), {}).setdefault(m["node"], [0.0, []])
         row[0] += hours * hours_per_step
-        if share:
-            row[1].append(share)
+        if sharing:
+            row[1].append(sharing)
     for (ns, pod), rows in alloc_by_pod.items():
         total = sum(h for h, _ in rows.values())
         hosts = idle.get((ns, pod), {})
         # Idle GPU-steps whose Hostname names none of the pod's nodes are spread over them pro rata.
         unmatched = sum(v for host, v in hosts.items() if host not in rows)
-        for node, (hours, shares) in rows.items():
+        for node, (hours, sharings) in rows.items():
             pods.append(
                 PodUsage(
                     namespace=ns,
@@ -184,7 +184,7 @@ def parse_usage(
                     gpu_hours=hours,
                     idle_gpu_hours=min(hours, hosts.get(node, 0.0) + unmatched * hours / total),
                     gpu_model=models.get((ns, pod)),
-                    flavor=", ".join(dict.fromkeys(shares)) or None,
+                    sharing=", ".join(dict.fromkeys(sharings)) or None,
                 )
             )
     pods.sort(key=lambda p: (p.namespace, p.pod, p.node))
