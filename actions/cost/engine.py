@@ -71,7 +71,7 @@ def team_of(
     namespace_labels: Mapping[str, Mapping[str, str]],
     team_label: str | None,
 ) -> str:
-    """The team a namespace's GPU-hours are charged to: the configured team listing it, else
+    """The team a namespace's GPU-hours are attributed to: the configured team listing it, else
     the value of its ``team_label`` label, else the namespace itself, as the sweep names it
     (:meth:`~actions.policy.teams.TeamDirectory.team_for`); ``UNALLOCATED`` only without a namespace."""
     for team in teams.teams.values():
@@ -88,7 +88,7 @@ _TEMPLATE_HASH = re.compile(r"^(?P<name>.+)-[a-z0-9]{6,10}$")
 
 
 def consumer_of(owner: PodOwner | None, namespace: str, pod: str) -> tuple[str, str, str | None]:
-    """``(kind, name, queue)`` of the workload owner a pod's GPU-hours are charged to.
+    """``(kind, name, queue)`` of the consumer a pod's GPU-hours are attributed to.
 
     In order: a pod labelled ``notebook-name`` (Kubeflow) is that ``Notebook``; a pod labelled
     ``kueue.x-k8s.io/queue-name`` belongs to a Kueue ``Workload``, named after its Job or

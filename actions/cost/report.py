@@ -24,7 +24,7 @@ CAPACITY_ORDER = (
     RESERVED_ON_PREM,
     CapacityType.UNKNOWN.value,
 )
-EFFICIENCY_TARGET = 0.80  # ratio 0-1; the FinOps chargeback layout's "target > 80%"
+EFFICIENCY_TARGET = 0.80  # ratio 0-1; the FinOps showback layout's "target > 80%"
 
 
 # --- outputs ---------------------------------------------------------------------------------------
@@ -84,7 +84,7 @@ class DailyCost:
 
 @dataclass(frozen=True)
 class TeamReport:
-    """A team's chargeback over ``[period_start, period_end]``.
+    """A team's showback over ``[period_start, period_end]``.
 
     GPU-hours, USD; ``efficiency`` and ``spot_ratio`` are ratios 0-1 (``None`` when the team used
     no GPU-hours). ``price_lines`` is sorted by cost, highest first; ``top_consumers`` likewise and

@@ -1,4 +1,4 @@
-"""``/gpu cost [team] [period] [--cluster NAME]``: GPU-hours and USD per team, in the chargeback
+"""``/gpu cost [team] [period] [--cluster NAME]``: GPU-hours and USD per team, in the showback
 layout.
 
 Without a team: one table of every team. A bot of several clusters reports the fleet, with a
@@ -52,7 +52,7 @@ def team_message(
     r: TeamReport, notes: tuple[str, ...] = (), spot_ratio_target: float | None = None, where: str = "",
     by_cluster: str | None = None,
 ) -> Message:
-    """A team's report as Block Kit, laid out like a monthly chargeback: GPU-hours by GPU model
+    """A team's report as Block Kit, laid out like a monthly showback: GPU-hours by GPU model
     and capacity type with their prices, idle GPU-hours and their cost, efficiency against the
     80% target, spot ratio (against ``spot_ratio_target``, ratio 0-1, when given), top consumers
     with their idle share; the price sources and ``notes`` in context blocks. ``where`` ends the
