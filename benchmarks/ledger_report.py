@@ -41,7 +41,7 @@ from actions.cost.engine import compute_cost_report, consumer_of
 from actions.cost.gc_pause import gc_paused
 from actions.cost.periods import parse_period
 from actions.ledger.rollup import LedgerRollup, LedgerUsage
-from actions.model.ledger import CAPACITY, FILLED, HELD
+from actions.model.ledger import CAPACITY, FILLED, REQUESTED
 from actions.model.times import HOUR, hours_between
 from actions.model.usage import PodOwner
 from actions.policy.rules import Policy
@@ -192,7 +192,7 @@ def synthetic_ledger(store: Store, n_gpus: int, days: int) -> tuple[int, float, 
     for p in fleet.pods:
         kind, name, queue = _owner(p)
         labels = fleet.nodes[p.node]
-        common = dict(measure=HELD, namespace=p.namespace, namespace_team=teams.get(p.namespace), owner_kind=kind,
+        common = dict(measure=REQUESTED, namespace=p.namespace, namespace_team=teams.get(p.namespace), owner_kind=kind,
                       owner_name=name, queue=queue, node=p.node, gpu_model=p.model or h100,
                       instance_type=labels["label_node_kubernetes_io_instance_type"],
                       capacity_type=labels["label_karpenter_sh_capacity_type"])

@@ -176,7 +176,7 @@ def make_fleet(n_gpus: int, start: datetime, end: datetime) -> Fleet:
 
 
 def expected_gpu_hours(fleet: Fleet, start: datetime, end: datetime) -> float:
-    """Allocated GPU-hours in [start, end] by the schedule: a pod holds its GPUs for [start, stop)."""
+    """Requested GPU-hours in [start, end] by the schedule: a pod requests its GPUs for [start, stop)."""
     return sum(p.gpus * max(0.0, (min(p.stop, end) - max(p.start, start)).total_seconds()) / 3600
                for p in fleet.pods)
 

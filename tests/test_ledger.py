@@ -23,7 +23,7 @@ from actions.cost.reporting import CostSetup, build_report
 from actions.ledger.plan import plan_period, plan_warnings
 from actions.ledger.rollup import LedgerRollup, LedgerUsage
 from actions.ledger.rows import owner_for, rows_from_usage
-from actions.model.ledger import CAPACITY, EMPTY, FILLED, HELD
+from actions.model.ledger import CAPACITY, EMPTY, FILLED, REQUESTED
 from actions.model.times import HOUR, floor_hour, hours_between
 from actions.model.usage import PodOwner, UsageData
 from actions.policy.rules import Policy
@@ -205,7 +205,7 @@ def test_a_weeks_report_for_a_team_reads_its_namespaces_only(ledger, usage_prome
 
 def test_rows_carry_the_cluster_the_owner_the_node_facts_and_the_price_in_force(sqlite_ledger):
     rows = LedgerStore(sqlite_ledger).rows(CLUSTER, datetime(2026, 10, 25, 3, tzinfo=UTC))
-    held = sorted((r.namespace, r.owner_kind, r.owner_name, r.queue, r.node) for r in rows if r.measure == HELD)
+    held = sorted((r.namespace, r.owner_kind, r.owner_name, r.queue, r.node) for r in rows if r.measure == REQUESTED)
     assert held == [("ml-research", "Notebook", "llm-explore", None, "h100-od-1"),
                     ("training", "Workload", "pretrain", "training-queue", "h100-spot-1")]
     (pretrain,) = [r for r in rows if r.owner_name == "pretrain"]

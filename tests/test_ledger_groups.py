@@ -12,7 +12,7 @@ from datetime import date, datetime, timezone
 from actions.cost.gc_pause import gc_paused
 from actions.ledger.rows import price_groups
 from actions.model.kube import CapacityType
-from actions.model.ledger import CAPACITY, HELD, LedgerRow
+from actions.model.ledger import CAPACITY, REQUESTED, LedgerRow
 from actions.model.usage import NodeInfo, PodUsage, UsageData
 from actions.store.ledger import LedgerStore
 from tests.databases import *  # noqa: F403
@@ -45,9 +45,9 @@ def test_no_groups_when_every_node_differs():
     assert price_groups(usage([node("a"), node("b", SPOT), node("c", None)])) == {}
 
 
-def _row(n: str, ns: str, hours: float, idle: float = 0.0, measure: str = HELD) -> LedgerRow:
-    owner = ("Job", "train") if measure == HELD else ("", "")
-    return LedgerRow(H0, "eu-1", measure, ns if measure == HELD else "", *owner, n, hours, idle,
+def _row(n: str, ns: str, hours: float, idle: float = 0.0, measure: str = REQUESTED) -> LedgerRow:
+    owner = ("Job", "train") if measure == REQUESTED else ("", "")
+    return LedgerRow(H0, "eu-1", measure, ns if measure == REQUESTED else "", *owner, n, hours, idle,
                      instance_type="p5.48xlarge", capacity_type="on-demand")
 
 

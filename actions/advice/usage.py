@@ -145,8 +145,8 @@ def _containers(members: Sequence[GpuPod], busy: Mapping[tuple[str, str, str], f
     if len(members) != 1 or len(members[0].containers) < 2:
         return ()
     p = members[0]
-    return tuple((name, dict(held).get(GPU_RESOURCE, 0), busy.get((p.namespace, p.name, name)))
-                 for name, held in p.containers)
+    return tuple((name, dict(requested).get(GPU_RESOURCE, 0), busy.get((p.namespace, p.name, name)))
+                 for name, requested in p.containers)
 
 
 def team_baselines(

@@ -7,14 +7,14 @@ a :class:`~actions.cost.report.CostReport`. No I/O, no clock reads.
 
 Definitions (every figure in a report follows them):
 
-- *Allocated GPU-hours*: the sum over evaluation steps (``UsageData.step_seconds``, 300 s by
+- *Requested GPU-hours*: the sum over evaluation steps (``UsageData.step_seconds``, 300 s by
   default) of the GPUs a running pod requested, times the step in hours, in physical-GPU
   equivalents: ``nvidia.com/gpu`` whole, a MIG slice ``nvidia.com/mig-Ng.*`` N/7 (N/4 on A30), a
   time-sliced replica 1/R of its node's ``nvidia.com/gpu.replicas`` (see :mod:`actions.hardware.gpus`).
-- *Idle GPU-hours*: the allocated GPU-steps at which the GPU's peak engine activity within the
+- *Idle GPU-hours*: the requested GPU-steps at which the GPU's peak engine activity within the
   step stayed at or under ``Policy.engine_idle_pct`` (``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` where
   exported, else ``DCGM_FI_DEV_GPU_UTIL``). Steps without telemetry are not idle (unknown).
-- *Efficiency*: used / allocated GPU-hours, used = allocated - idle; ratio 0-1.
+- *Efficiency*: used / requested GPU-hours, used = requested - idle; ratio 0-1.
 - *Spot ratio*: spot GPU-hours / all GPU-hours; ratio 0-1.
 - *Cost*: GPU-hours x the PriceBook's USD per GPU-hour for the node's instance type, capacity
   type and GPU model. Nodes priced by a flat config price (``prices.gpu_families``) or bought as
@@ -384,20 +384,20 @@ def _unrequested(
     counted at its pods', so teams + unrequested never exceed the total."""
     if not usage.node_gpu_hours:
         return None, 0.0, 0.0
-    allocated: dict[str, float] = defaultdict(float)
+    requested: dict[str, float] = defaultdict(float)
     for p in usage.pods:
-        allocated[p.node] += p.gpu_hours
+        requested[p.node] += p.gpu_hours
     by_node: dict[str, tuple[float, float]] = {}
     total_hours = total_cost = 0.0
-    for node in sorted(set(usage.node_gpu_hours) | set(allocated)):
+    for node in sorted(set(usage.node_gpu_hours) | set(requested)):
         pr = priced(node, node_model.get(node))
         rate = pr.quote.usd_per_gpu_hour if pr.quote else 0.0
         if pr.quote is None and usage.node_gpu_hours.get(node):
             unpriced.add(node)
-        held = max(usage.node_gpu_hours.get(node, 0.0), allocated[node])
-        total_hours += held
-        total_cost += held * rate
-        free = held - allocated[node]
+        capacity = max(usage.node_gpu_hours.get(node, 0.0), requested[node])
+        total_hours += capacity
+        total_cost += capacity * rate
+        free = capacity - requested[node]
         if free > 1e-9:
             by_node[node] = (free, free * rate)
     line = UnrequestedLine(

@@ -9,9 +9,10 @@ its workload owner (``kind``/``name``/LocalQueue as :func:`actions.cost.engine.c
 on one node, with the node's pricing facts (instance type, capacity type, GPU product, node pool)
 as ``kube_node_labels`` gave them that hour.
 
-Two kinds of rows (``measure``): ``held``, GPU-hours pods held (idle part included), and
-``capacity``, the GPU-hours a node had whether requested or not; a node's unrequested GPU-hours
-are its capacity minus what its pods held. GPU-hours are physical-GPU equivalents.
+Two kinds of rows (``measure``): :data:`~actions.model.ledger.REQUESTED` (stored as ``held``),
+GPU-hours pods requested (idle part included), and ``capacity``, the GPU-hours a node had whether
+requested or not; a node's unrequested GPU-hours are its capacity minus what its pods requested.
+GPU-hours are physical-GPU equivalents.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Iterable, Mapping, Sequence
 
 from actions.cost.engine import KUEUE_LOCAL_QUEUE_POD_LABEL, consumer_of
 from actions.model.kube import CapacityType
-from actions.model.ledger import CAPACITY, HELD, LedgerRow
+from actions.model.ledger import CAPACITY, REQUESTED, LedgerRow
 from actions.model.times import floor_hour
 from actions.model.usage import DailyUsage, NodeInfo, PodOwner, PodUsage, UsageData
 from actions.pricing.book import PriceBook, PriceNotFound
@@ -60,10 +61,10 @@ def rows_from_usage(
     records the price in force. Raises ValueError when ``hour`` is not the start of an hour."""
     if hour != floor_hour(hour):
         raise ValueError(f"{hour.isoformat()} is not the start of an hour; e.g. 2026-11-20T06:00:00Z")
-    held: dict[tuple, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    requested: dict[tuple, list[float]] = defaultdict(lambda: [0.0, 0.0])
     for p in usage.pods:
         kind, name, queue = consumer_of(usage.owners.get((p.namespace, p.pod)), p.namespace, p.pod)
-        acc = held[(p.namespace, kind, name, queue, p.node, p.gpu_model, p.sharing)]
+        acc = requested[(p.namespace, kind, name, queue, p.node, p.gpu_model, p.sharing)]
         acc[0] += p.gpu_hours
         acc[1] += min(p.idle_gpu_hours, p.gpu_hours)
 
@@ -85,9 +86,9 @@ def rows_from_usage(
 
     hour = floor_hour(hour)
     rows = [
-        LedgerRow(hour, cluster, HELD, ns, kind, name, node, hours, idle, queue, team(ns), model, sharing,
+        LedgerRow(hour, cluster, REQUESTED, ns, kind, name, node, hours, idle, queue, team(ns), model, sharing,
                   **node_facts(node, model))
-        for (ns, kind, name, queue, node, model, sharing), (hours, idle) in sorted(held.items(), key=_key)
+        for (ns, kind, name, queue, node, model, sharing), (hours, idle) in sorted(requested.items(), key=_key)
     ]
     rows += [
         LedgerRow(hour, cluster, CAPACITY, "", "", "", node, hours, **node_facts(node, None))

@@ -1,5 +1,5 @@
 """The usage ledger's row (:class:`LedgerRow`, one row of ``usage_hour``) and what an hour of it
-can be: its measures (``held``, ``capacity``) and statuses (``filled``, ``partial``, ``empty``).
+can be: its measures (:data:`REQUESTED`, :data:`CAPACITY`) and statuses (``filled``, ``partial``, ``empty``).
 Plain data shared by the ledger's arithmetic (:mod:`actions.ledger`), its table
 (:mod:`actions.store.ledger`) and the ports between them.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime
 
-HELD = "held"
+REQUESTED = "held"  # GPU-hours pods requested; "held" is the published value in usage_hour.measure
 CAPACITY = "capacity"
 FILLED, PARTIAL, EMPTY = "filled", "partial", "empty"
 """Hour statuses: ``filled`` (written, the data whole), ``partial`` (written, but Prometheus
@@ -22,7 +22,7 @@ HOUR_STATUSES = (FILLED, PARTIAL, EMPTY)
 class LedgerRow:
     """One row of ``usage_hour``. ``hour`` is the hour's start (aware UTC) or, in a period's sums
     (:meth:`actions.store.ledger.LedgerStore.key_sums`), the latest hour the row's key was seen;
-    ``cluster`` the ``cluster_name`` setting; ``measure`` :data:`HELD` or :data:`CAPACITY`
+    ``cluster`` the ``cluster_name`` setting; ``measure`` :data:`REQUESTED` or :data:`CAPACITY`
     (``namespace``/``owner_*`` empty). ``namespace_team``: the namespace's ``costs.team_label``
     value that hour. ``sharing`` how the GPUs were shared (``"MIG 1g.5gb"``, ``"shared 1/4"``;
     None when whole). ``capacity_type`` is None when ``kube_node_labels`` had none (the report

@@ -25,7 +25,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 import sqlalchemy as sa
 
-from actions.model.ledger import HOUR_STATUSES, LedgerRow
+from actions.model.ledger import HOUR_STATUSES, REQUESTED, LedgerRow
 from actions.model.usage import DailyUsage
 from actions.store.database import Store
 from actions.store.schema import UTCDateTime, metadata
@@ -252,7 +252,7 @@ class LedgerStore:
         self, cluster: str, ranges: Iterable[tuple[datetime, datetime]], namespaces: Sequence[str] | None = None,
         groups: Mapping[str, str] | None = None,
     ) -> list[DailyUsage]:
-        """The held GPU-hours of the hours in ``ranges`` per (UTC day, namespace, node), idle at
+        """The requested GPU-hours of the hours in ``ranges`` per (UTC day, namespace, node), idle at
         most the GPU-hours; ``namespaces`` narrows to those. With ``groups`` (node -> the node
         it is priced as, :func:`actions.ledger.rows.price_groups`) the nodes of a group are summed
         under their group's node in the database: a month of a large fleet is then a few
@@ -274,7 +274,7 @@ class LedgerStore:
                 q = (
                     sa.select(t.c.day, t.c.namespace, node, sa.func.sum(t.c.gpu_hours), sa.func.sum(t.c.idle_gpu_hours))
                     .select_from(joined)
-                    .where(*where, t.c.measure == "held")
+                    .where(*where, t.c.measure == REQUESTED)
                     .group_by(t.c.day, t.c.namespace, node)
                 )
                 for day, ns, n, hours, idle in connection.execute(q).all():

@@ -19,14 +19,14 @@ Per pod, over ``AdvicePolicy.window_seconds``:
 
 Per team and GPU model, over ``commitment_window_seconds`` at one-hour steps: the
 ``baseline_quantile``, the count of hours with any and the most of the GPUs whole (not MIG)
-that the team's pods held at the hour mark.
+that the team's pods requested at the hour mark.
 
 Per container of the pods with several GPU containers: the same ``busy`` figure over that
 container's GPUs alone (dcgm-exporter's ``container`` label), so a right-sizing can say which
 container keeps how many.
 
 Reserved GPUs (the nodes named): per GPU model, how many and the share of their hourly marks
-over the commitment window at which their activity was at or under ``busy_engine_pct``, held by
+over the commitment window at which their activity was at or under ``busy_engine_pct``, requested by
 a pod or not.
 """
 
@@ -143,16 +143,16 @@ def container_busy_query(policy: AdvicePolicy, pods: Sequence[tuple[str, str]]) 
 
 def team_queries(policy: AdvicePolicy, teams: Mapping[str, Sequence[str]]) -> dict[str, str]:
     """The per-team PromQL (team -> its namespaces), by name, each series labelled ``team`` and
-    ``modelName``: whole GPUs (not MIG instances) the team's pods held at each hour mark over the
+    ``modelName``: whole GPUs (not MIG instances) the team's pods requested at each hour mark over the
     commitment window, reduced by quantile, count and max. At each mark the GPUs are counted per
     namespace under every label convention, renamed to one and mapped to their team. Pure."""
     w = duration(policy.commitment_window_seconds)
-    held = (
+    requested = (
         # Every convention's GPU identity, so GPUs are told apart whichever labels carry it.
         f"max by (UUID, uuid, gpu, Hostname, hostname, modelName, {_NAMESPACE_KEYS}) "
         f'({{__name__=~"{GPU_UTIL}|{ENGINE_ACTIVE}", GPU_I_ID=""}})'
     )
-    per_namespace = pod_labels(f"count by (modelName, {_NAMESPACE_KEYS}) ({held})")
+    per_namespace = pod_labels(f"count by (modelName, {_NAMESPACE_KEYS}) ({requested})")
     in_use = f"sum by (team, modelName) ({_mapped(per_namespace, teams, 'namespace', 'team')})"
     series = f"({in_use})[{w}:1h]"
     return {
@@ -244,7 +244,7 @@ def _pods(rows: Mapping[str, list]) -> tuple[PodHistory, ...]:
         for row in result:
             m = row["metric"]
             if not m.get("pod"):
-                continue  # a GPU no pod holds
+                continue  # a GPU no pod requests
             entry = found.setdefault((m.get("namespace", ""), m["pod"]), {})
             entry[name] = _value(row)
             if name == "peak_fb":

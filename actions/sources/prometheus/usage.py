@@ -5,10 +5,10 @@ Reads kube-state-metrics (``kube_pod_container_resource_requests`` and
 ``kube_pod_status_phase``, ``kube_pod_owner``, ``kube_pod_labels``, ``kube_node_labels``, ``kube_namespace_labels``) and dcgm-exporter (engine activity) from the
 history Prometheus already keeps, so the first report after installation covers the past.
 
-Resolution: everything is sampled by subqueries at ``step_seconds`` (300 s default). A pod holds
-its requested GPUs during a step when, at the step's end, its request series is visible, it is
-bound to a node (``kube_pod_info{node!=""}``) and its phase is Pending or Running (a scheduled
-pod holds its devices while images pull). A held GPU is idle during the step when its peak
+Resolution: everything is sampled by subqueries at ``step_seconds`` (300 s default). A pod's
+GPUs count as requested during a step when, at the step's end, its request series is visible, it
+is bound to a node (``kube_pod_info{node!=""}``) and its phase is Pending or Running (a scheduled
+pod keeps its devices while images pull). A requested GPU is idle during the step when its peak
 activity within the step was at or under ``Policy.engine_idle_pct`` percent
 (``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` x100 where exported, else ``DCGM_FI_DEV_GPU_UTIL``; both
 dcgm-exporter pod label conventions). Steps count the interval ``(t - step, t]``, so adjacent
@@ -24,7 +24,7 @@ their StatefulSets and Kueue Workloads as their Jobs.
 
 A report costs at most ``len(QUERY_NAMES) + len(PRESENCE_NAMES) + 6`` requests however many
 pods there are: one per name in ``QUERY_NAMES``, three that check the data is there
-(:func:`presence_queries`) plus, for the daily split (allocated and idle), one range query
+(:func:`presence_queries`) plus, for the daily split (requested and idle), one range query
 (``step=1d``) each over the whole days and one instant query each for a partial first and last
 day.
 """
@@ -55,6 +55,7 @@ from actions.sources.prometheus.usage_promql import (
     CAPACITY_KEYS,
     NODE_LABELS,
     POD_LABELS,
+    REQUESTED_QUERY,
     daily_queries,
     ksm_label_name,
     presence_queries,
@@ -119,7 +120,7 @@ class _Devices:
     def idle(self, host: str, profile: str, count: float) -> float:
         """Equivalents of ``count`` idle DCGM device-steps on ``host``: a MIG instance its
         profile's share; a GPU advertised as R replicas 1/R (dcgm-exporter gives a shared GPU's
-        series to one of the pods on it, so the share keeps idle within what one pod holds)."""
+        series to one of the pods on it, so the share keeps idle within what one pod requests)."""
         family, replicas, _ = self._node(host)
         if profile:
             return count * mig_fraction(profile, family)
@@ -160,17 +161,17 @@ def parse_usage(
             models[(ns, pod)] = m["modelName"]
 
     pods = []
-    alloc_by_pod: dict[tuple[str, str], dict[str, list]] = {}  # -> node -> [GPU-hours, sharings]
-    for s in results.get("allocated", []):
+    requested_by_pod: dict[tuple[str, str], dict[str, list]] = {}  # -> node -> [GPU-hours, sharings]
+    for s in results.get(REQUESTED_QUERY, []):
         m = s["metric"]
         hours, sharing = devices.equivalents(m["node"], m.get("resource", "nvidia_com_gpu"), _value(s))
         if hours <= 0:
             continue
-        row = alloc_by_pod.setdefault((m["namespace"], m["pod"]), {}).setdefault(m["node"], [0.0, []])
+        row = requested_by_pod.setdefault((m["namespace"], m["pod"]), {}).setdefault(m["node"], [0.0, []])
         row[0] += hours * hours_per_step
         if sharing:
             row[1].append(sharing)
-    for (ns, pod), rows in alloc_by_pod.items():
+    for (ns, pod), rows in requested_by_pod.items():
         total = sum(h for h, _ in rows.values())
         hosts = idle.get((ns, pod), {})
         # Idle GPU-steps whose Hostname names none of the pod's nodes are spread over them pro rata.
@@ -225,13 +226,13 @@ def parse_usage(
             if m.get("namespace"):
                 host = m.get("Hostname", "")
                 day_idle[(m["namespace"], host)] += devices.idle(host, m.get("GPU_I_PROFILE", ""), _value(s))
-        day_alloc: dict[tuple[str, str], float] = defaultdict(float)
-        for s in res.get("allocated", []):
+        day_requested: dict[tuple[str, str], float] = defaultdict(float)
+        for s in res.get(REQUESTED_QUERY, []):
             m = s["metric"]
-            day_alloc[(m["namespace"], m["node"])] += devices.equivalents(
+            day_requested[(m["namespace"], m["node"])] += devices.equivalents(
                 m["node"], m.get("resource", "nvidia_com_gpu"), _value(s)
             )[0]
-        for (ns, node), steps in sorted(day_alloc.items()):
+        for (ns, node), steps in sorted(day_requested.items()):
             if steps > 0:
                 hours = steps * hours_per_step
                 daily_rows.append(
