@@ -205,10 +205,10 @@ def test_a_weeks_report_for_a_team_reads_its_namespaces_only(ledger, usage_prome
 
 def test_rows_carry_the_cluster_the_owner_the_node_facts_and_the_price_in_force(sqlite_ledger):
     rows = LedgerStore(sqlite_ledger).rows(CLUSTER, datetime(2026, 10, 25, 3, tzinfo=UTC))
-    held = sorted((r.namespace, r.owner_kind, r.owner_name, r.queue, r.node) for r in rows if r.measure == REQUESTED)
+    held = sorted((r.namespace, r.consumer_kind, r.consumer_name, r.queue, r.node) for r in rows if r.measure == REQUESTED)
     assert held == [("ml-research", "Notebook", "llm-explore", None, "h100-od-1"),
                     ("training", "Workload", "pretrain", "training-queue", "h100-spot-1")]
-    (pretrain,) = [r for r in rows if r.owner_name == "pretrain"]
+    (pretrain,) = [r for r in rows if r.consumer_name == "pretrain"]
     assert (pretrain.cluster, pretrain.gpu_hours, pretrain.instance_type, pretrain.capacity_type) == (
         CLUSTER, pytest.approx(4.0), "p5.48xlarge", "spot")
     assert pretrain.namespace_team == "training" and pretrain.gpu_model.startswith("NVIDIA H100")

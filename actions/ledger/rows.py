@@ -5,7 +5,7 @@ A report from the ledger is the same computation as one from Prometheus: the row
 in a period are summed into the :class:`~actions.model.usage.UsageData` the cost engine prices
 (:func:`actions.cost.engine.compute_cost_report`), with today's prices, so both paths agree to the cent
 on the same history. What a row keeps of a pod is what the report shows of it: its namespace and
-its workload owner (``kind``/``name``/LocalQueue as :func:`actions.cost.engine.consumer_of` names it),
+its consumer (``kind``/``name``/LocalQueue as :func:`actions.cost.engine.consumer_of` names it),
 on one node, with the node's pricing facts (instance type, capacity type, GPU product, node pool)
 as ``kube_node_labels`` gave them that hour.
 
@@ -32,7 +32,7 @@ from actions.pricing.book import PriceBook, PriceNotFound
 
 def owner_for(namespace: str, pod: str, kind: str, name: str, queue: str | None) -> PodOwner:
     """A :class:`~actions.model.usage.PodOwner` that :func:`~actions.cost.engine.consumer_of` reads back as
-    ``(kind, name, queue)``: how a ledger row's owner becomes a pod of the cost engine again."""
+    ``(kind, name, queue)``: how a ledger row's consumer becomes a pod of the cost engine again."""
     labels: dict[str, str] = {}
     if kind == "Notebook":
         labels["notebook-name"] = name
@@ -57,7 +57,7 @@ def rows_from_usage(
 ) -> list[LedgerRow]:
     """The ledger rows of one hour's ``usage`` (``usage.start`` = ``hour``, one hour long, as
     :class:`~actions.sources.prometheus.usage.PrometheusUsage` reads it): pods summed per
-    (namespace, owner, node, GPU model, sharing), and each node's capacity. ``prices`` (optional)
+    (namespace, consumer, node, GPU model, sharing), and each node's capacity. ``prices`` (optional)
     records the price in force. Raises ValueError when ``hour`` is not the start of an hour."""
     if hour != floor_hour(hour):
         raise ValueError(f"{hour.isoformat()} is not the start of an hour; e.g. 2026-11-20T06:00:00Z")
@@ -131,9 +131,9 @@ def usage_from_rows(
         if r.namespace not in teams or teams[r.namespace][0] < r.hour:
             teams[r.namespace] = (r.hour, r.namespace_team)
         # A pod name cannot hold "/", so these never meet a real pod's name.
-        pod = f"{r.owner_kind}/{r.owner_name}/{r.queue or ''}"
+        pod = f"{r.consumer_kind}/{r.consumer_name}/{r.queue or ''}"
         if (r.namespace, pod) not in owners:
-            owners[(r.namespace, pod)] = owner_for(r.namespace, pod, r.owner_kind, r.owner_name, r.queue)
+            owners[(r.namespace, pod)] = owner_for(r.namespace, pod, r.consumer_kind, r.consumer_name, r.queue)
         acc = pods.setdefault((r.namespace, pod, r.node, r.gpu_model, r.sharing), [0.0, 0.0])
         acc[0] += r.gpu_hours
         acc[1] += r.idle_gpu_hours

@@ -23,20 +23,21 @@ class LedgerRow:
     """One row of ``usage_hour``. ``hour`` is the hour's start (aware UTC) or, in a period's sums
     (:meth:`actions.store.ledger.LedgerStore.key_sums`), the latest hour the row's key was seen;
     ``cluster`` the ``cluster_name`` setting; ``measure`` :data:`REQUESTED` or :data:`CAPACITY`
-    (``namespace``/``owner_*`` empty). ``namespace_team``: the namespace's ``costs.team_label``
-    value that hour. ``sharing`` how the GPUs were shared (``"MIG 1g.5gb"``, ``"shared 1/4"``;
-    None when whole). ``capacity_type`` is None when ``kube_node_labels`` had none (the report
-    then asks the Kubernetes API, as it does for Prometheus). ``gpu_hours``/``idle_gpu_hours``:
-    GPU-hours (physical-GPU equivalents). ``usd_per_gpu_hour`` (USD per GPU-hour) and
-    ``price_source``: the price in force when the hour was written (shown, never re-used: a
-    report prices with the prices of its own day)."""
+    (``namespace``/``consumer_*`` empty). ``consumer_kind``/``consumer_name``: the consumer as
+    :func:`actions.cost.engine.consumer_of` names it. ``namespace_team``: the namespace's
+    ``costs.team_label`` value that hour. ``sharing`` how the GPUs were shared (``"MIG 1g.5gb"``,
+    ``"shared 1/4"``; None when whole). ``capacity_type`` is None when ``kube_node_labels`` had
+    none (the report then asks the Kubernetes API, as it does for Prometheus).
+    ``gpu_hours``/``idle_gpu_hours``: GPU-hours (physical-GPU equivalents). ``usd_per_gpu_hour``
+    (USD per GPU-hour) and ``price_source``: the price in force when the hour was written (shown,
+    never re-used: a report prices with the prices of its own day)."""
 
     hour: datetime
     cluster: str
     measure: str
     namespace: str
-    owner_kind: str
-    owner_name: str
+    consumer_kind: str
+    consumer_name: str
     node: str
     gpu_hours: float
     idle_gpu_hours: float = 0.0

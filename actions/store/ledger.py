@@ -1,7 +1,7 @@
 """The usage ledger's tables and their reads and writes (SQLAlchemy core, on the Store's engine).
 
-- ``usage_hour``: one row per hour, cluster, measure (``held``/``capacity``), namespace, workload
-  owner, node, GPU model and sharing (:class:`actions.model.ledger.LedgerRow`), with the node's pricing
+- ``usage_hour``: one row per hour, cluster, measure (``held``/``capacity``), namespace, consumer,
+  node, GPU model and sharing (:class:`actions.model.ledger.LedgerRow`), with the node's pricing
   facts and the price in force when written. Indexed for the report's access paths: by
   (cluster, hour) for a period, and by (cluster, namespace, hour) for one team's namespaces.
 - ``usage_day``: the same rows summed per UTC day as the hours are written (in the same
@@ -72,7 +72,8 @@ usage_hour_filled = sa.Table(
     sa.CheckConstraint("status IN ('empty', 'filled', 'partial')", name="status"),
 )
 
-_COLUMN_OF = {"sharing": "flavor"}  # usage_hour.flavor: the published column name of LedgerRow.sharing
+# LedgerRow fields whose usage_hour/usage_day column keeps its published name.
+_COLUMN_OF = {"consumer_kind": "owner_kind", "consumer_name": "owner_name", "sharing": "flavor"}
 _ROW_FIELDS = [f.name for f in fields(LedgerRow)]
 _ROW_COLUMNS = [_COLUMN_OF.get(f, f) for f in _ROW_FIELDS]
 # The key a period's sum is taken over: everything but the hour and the figures.
