@@ -105,12 +105,12 @@ class TeamBaseline:
 class ReservedUse:
     """Reserved GPUs of one model (on nodes of capacity type ``reserved`` or in
     ``policy.reserved_nodepools``) over the commitment window: ``gpus`` of them, idle in
-    ``idle_ratio`` (ratio 0-1) of their GPU-hours, read at hourly marks; ``instance_type`` the
+    ``idle_share`` (ratio 0-1) of their GPU-hours, read at hourly marks; ``instance_type`` the
     most common of their nodes; ``nodes`` their names."""
 
     gpu_model: str
     gpus: float
-    idle_ratio: float
+    idle_share: float
     hours: float
     instance_type: str | None = None
     nodes: tuple[str, ...] = ()

@@ -47,7 +47,8 @@ STEP_SECONDS = 300
 CONSUMERS_PER_QUERY = 20
 POD_QUERIES = ("peak_fb", "peak_engine", "mean_power", "gpu_hours", "busy")
 TEAM_QUERIES = ("baseline", "hours_in_use", "peak")
-RESERVED_QUERIES = ("idle_ratio", "gpus")
+IDLE_SHARE_QUERY = "idle_ratio"  # the query's published name: Prometheus errors name it
+RESERVED_QUERIES = (IDLE_SHARE_QUERY, "gpus")
 SIGNAL = "engine_signal"
 
 
@@ -163,7 +164,7 @@ def team_queries(policy: AdvicePolicy, teams: Mapping[str, Sequence[str]]) -> di
 
 
 def reserved_queries(policy: AdvicePolicy, nodes: Sequence[str]) -> dict[str, str]:
-    """PromQL per GPU model (label ``modelName``) of the GPUs on ``nodes``: ``idle_ratio``, the
+    """PromQL per GPU model (label ``modelName``) of the GPUs on ``nodes``: :data:`IDLE_SHARE_QUERY`, the
     mean over GPUs of the share of hourly marks with activity at or under ``busy_engine_pct``,
     and ``gpus``, how many there are now. Pure."""
     w, thr = duration(policy.commitment_window_seconds), number(policy.busy_engine_pct)
@@ -173,7 +174,7 @@ def reserved_queries(policy: AdvicePolicy, nodes: Sequence[str]) -> dict[str, st
         f" or max by (UUID, Hostname, modelName) ({GPU_UTIL}{{Hostname=~{hosts}}} or {GPU_UTIL}{{hostname=~{hosts}}}))"
     )
     return {
-        "idle_ratio": f"avg by (modelName) (avg_over_time(({per_gpu} <= bool {thr})[{w}:1h]))",
+        IDLE_SHARE_QUERY: f"avg by (modelName) (avg_over_time(({per_gpu} <= bool {thr})[{w}:1h]))",
         "gpus": f"count by (modelName) (last_over_time({per_gpu}[1h:5m]))",
     }
 
@@ -277,6 +278,6 @@ def _reserved(rows: Mapping[str, list]) -> tuple[ReservedHistory, ...]:
         for row in result:
             found.setdefault(row["metric"].get("modelName", ""), {})[name] = _value(row)
     return tuple(
-        ReservedHistory(model, e.get("gpus", 0.0), e.get("idle_ratio", 0.0))
-        for model, e in sorted(found.items()) if "idle_ratio" in e
+        ReservedHistory(model, e.get("gpus", 0.0), e.get(IDLE_SHARE_QUERY, 0.0))
+        for model, e in sorted(found.items()) if IDLE_SHARE_QUERY in e
     )
