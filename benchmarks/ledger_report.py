@@ -38,10 +38,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from actions.cost.engine import compute_cost_report, consumer_of
-from actions.cost.gc_pause import collector_paused
+from actions.cost.gc_pause import gc_paused
 from actions.cost.periods import parse_period
 from actions.ledger.rollup import LedgerRollup, LedgerUsage
-from actions.model.ledger import CAPACITY, FILLED, HELD
+from actions.model.ledger import CAPACITY, FILLED, REQUESTED
 from actions.model.times import HOUR, hours_between
 from actions.model.usage import PodOwner
 from actions.policy.rules import Policy
@@ -192,7 +192,7 @@ def synthetic_ledger(store: Store, n_gpus: int, days: int) -> tuple[int, float, 
     for p in fleet.pods:
         kind, name, queue = _owner(p)
         labels = fleet.nodes[p.node]
-        common = dict(measure=HELD, namespace=p.namespace, namespace_team=teams.get(p.namespace), owner_kind=kind,
+        common = dict(measure=REQUESTED, namespace=p.namespace, namespace_team=teams.get(p.namespace), owner_kind=kind,
                       owner_name=name, queue=queue, node=p.node, gpu_model=p.model or h100,
                       instance_type=labels["label_node_kubernetes_io_instance_type"],
                       capacity_type=labels["label_karpenter_sh_capacity_type"])
@@ -245,7 +245,7 @@ def fleet_scale(n_gpus: int, days: int, repeat: int) -> tuple:
             t0, c0 = time.perf_counter(), time.process_time()
             usage = source.fetch(p_start, p_end, Policy())
             t1 = time.perf_counter()
-            with collector_paused():  # as build_report prices every report
+            with gc_paused():  # as build_report prices every report
                 report = compute_cost_report(usage, prices(), TEAMS, team_label="team")
             runs.append(time.perf_counter() - t0)
             cpus.append(time.process_time() - c0)

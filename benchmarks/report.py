@@ -15,7 +15,7 @@ fresh Prometheus:
 - per GPU dcgm-exporter ``DCGM_FI_DEV_GPU_UTIL`` (plus ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` on half of
   the nodes; half of the nodes with the ``exported_pod`` label convention), replaying the real H100
   trace phases the tests use (tests/fleet.py ``phase_rows``); between two pods a GPU reports
-  ``empty_idle`` without pod labels, as dcgm-exporter does for a GPU no pod holds.
+  ``empty_idle`` without pod labels, as dcgm-exporter does for a GPU no pod requests.
 
 Samples every --scrape-seconds (default 300 s, the tests' step: one sample 60 s after each
 5-minute step); the tests' generator (``usage_openmetrics``) is fixed to their 7 pods, so this
@@ -176,7 +176,7 @@ def make_fleet(n_gpus: int, start: datetime, end: datetime) -> Fleet:
 
 
 def expected_gpu_hours(fleet: Fleet, start: datetime, end: datetime) -> float:
-    """Allocated GPU-hours in [start, end] by the schedule: a pod holds its GPUs for [start, stop)."""
+    """Requested GPU-hours in [start, end] by the schedule: a pod requests its GPUs for [start, stop)."""
     return sum(p.gpus * max(0.0, (min(p.stop, end) - max(p.start, start)).total_seconds()) / 3600
                for p in fleet.pods)
 

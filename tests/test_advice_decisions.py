@@ -105,13 +105,13 @@ def test_overlapping_advice_for_one_consumer_counts_once():
 def test_idle_reservations_are_priced_at_the_reserved_quote_and_left_alone_when_used():
     from actions.advice.model import ReservedUse
 
-    idle = ReservedUse(H100, gpus=16, idle_ratio=0.25, hours=720, instance_type="p5.48xlarge", nodes=("a", "b"))
+    idle = ReservedUse(H100, gpus=16, idle_share=0.25, hours=720, instance_type="p5.48xlarge", nodes=("a", "b"))
     [r] = advise([], [], BUNDLED, AdvicePolicy(), reserved=[idle])
     # No reserved rate configured: the catalog's on-demand $6.88 stands in, and the source says so.
     # 16 x 730 x $6.88 = $80,358.40 a month; a quarter idle: $20,089.60.
     assert (r.current_usd_per_month, r.saving_usd_per_month) == (80358.40, 20089.60)
     assert "reserved capacity priced at on-demand" in r.prices[0].source
-    used = ReservedUse(H100, gpus=16, idle_ratio=0.1, hours=720, instance_type="p5.48xlarge")
+    used = ReservedUse(H100, gpus=16, idle_share=0.1, hours=720, instance_type="p5.48xlarge")
     assert advise([], [], BUNDLED, AdvicePolicy(), reserved=[used]) == []
     # A team's advice never includes the cluster's reservations.
     assert advise([], [], BUNDLED, AdvicePolicy(), team="ml", reserved=[idle]) == []

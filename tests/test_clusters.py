@@ -26,7 +26,7 @@ from prometheus_client import CollectorRegistry
 from typer.testing import CliRunner
 
 from actions.cost.fleet import fleet_report
-from actions.cost.report import Consumer, CostReport, DailyCost, FlavorLine, TeamReport
+from actions.cost.report import ConsumerLine, CostReport, DailyCost, PriceLine, TeamReport
 from actions.detect.clusters import cluster_key
 from actions.policy.rules import Policy
 from actions.sources.prometheus.api import PrometheusApi
@@ -147,10 +147,10 @@ def test_a_bad_scope_label_fails_when_the_api_is_built():
 
 def _team_report(team, hours, cost, idle_hours, spot_ratio, consumer):
     start, end = datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 11, 2, tzinfo=UTC)
-    line = FlavorLine("H100", "spot", hours, cost / hours, cost, idle_hours, idle_hours * cost / hours, "config override")
+    line = PriceLine("H100", "spot", hours, cost / hours, cost, idle_hours, idle_hours * cost / hours, "config override")
     return TeamReport(
         team, start, end, hours, cost, idle_hours, idle_hours * cost / hours, (hours - idle_hours) / hours, spot_ratio,
-        by_flavor=(line,), top_consumers=(Consumer("Notebook", "ml", consumer, hours, cost, idle_hours, idle_hours / hours),),
+        price_lines=(line,), top_consumers=(ConsumerLine("Notebook", "ml", consumer, hours, cost, idle_hours, idle_hours / hours),),
         daily=(DailyCost(start.date(), {"spot": cost}, idle_hours * cost / hours),), namespaces=("ml",),
     )
 
@@ -164,7 +164,7 @@ def test_fleet_totals_add_up_and_ratios_are_weighted_by_gpu_hours():
     assert (ml.gpu_hours, ml.cost_usd, ml.idle_gpu_hours) == (40, 100.0, 10)
     assert ml.efficiency == pytest.approx(30 / 40) and ml.spot_ratio == pytest.approx(30 / 40)
     # One price, one line; the same notebook in two clusters is two consumers, each named by cluster.
-    assert [(f.gpu_hours, f.cost_usd) for f in ml.by_flavor] == [(40, 100.0)]
+    assert [(f.gpu_hours, f.cost_usd) for f in ml.price_lines] == [(40, 100.0)]
     assert [c.namespace for c in ml.top_consumers] == ["east:ml", "west:ml"]
     assert [(d.cost_usd, d.idle_cost_usd) for d in ml.daily] == [(100.0, 25.0)]
     assert report.fleet.notes == ("Idle: ...", "west: west only")

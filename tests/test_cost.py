@@ -130,7 +130,7 @@ def test_flat_prices_are_reserved_on_prem_and_unpriced_nodes_are_named():
     book = PriceBook(PriceCatalog.bundled(), PRICES)
     report = compute_cost_report(_usage(), book, teams, team_label=None)
     research = report.teams["research"]
-    onprem, spot = sorted(research.by_flavor, key=lambda f: f.gpu_model)
+    onprem, spot = sorted(research.price_lines, key=lambda f: f.gpu_model)
     assert (onprem.gpu_model, onprem.capacity_type, onprem.cost_usd, onprem.idle_cost_usd) == (
         "A100", RESERVED_ON_PREM, pytest.approx(44.0), pytest.approx(11.0))
     assert onprem.price_source == "config flat price prices.gpu_families.A100: on-prem, amortised over 3 years"
@@ -157,7 +157,7 @@ def test_missing_capacity_types_come_from_the_api_and_are_noted():
     teams = TeamDirectory([Team(name="research", namespaces=["research"])])
     book = PriceBook(PriceCatalog.bundled(), PRICES)
     unknown = compute_cost_report(usage, book, teams)
-    assert unknown.teams["research"].by_flavor[0].capacity_type == "unknown"
+    assert unknown.teams["research"].price_lines[0].capacity_type == "unknown"
     assert unknown.teams["research"].cost_usd == pytest.approx(10 * 6.88)
     api = {"p5-spot": Node("p5-spot", capacity_type=CapacityType.SPOT, instance_type="p5.48xlarge")}
     known = compute_cost_report(usage, book, teams, api_nodes=api)

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from actions.cost.report import Consumer, CostReport, DailyCost, FlavorLine, TeamReport
+from actions.cost.report import ConsumerLine, CostReport, DailyCost, PriceLine, TeamReport
 from actions.cost.reporting import CostSetup
 from actions.executors.in_memory import InMemoryCluster
 from actions.model.kube import CapacityType
@@ -145,9 +145,9 @@ def test_last_fire_time_takes_the_latest_in_the_window():
 # --- what a digest says -------------------------------------------------------------------------
 
 
-def _flavor(instance_type: str, capacity: CapacityType, gpu_hours: float, idle_hours: float) -> FlavorLine:
+def _flavor(instance_type: str, capacity: CapacityType, gpu_hours: float, idle_hours: float) -> PriceLine:
     q = BOOK.quote(instance_type, capacity, None)
-    return FlavorLine(
+    return PriceLine(
         gpu_model=q.gpu_model or "?",
         capacity_type=capacity.value,
         gpu_hours=gpu_hours,
@@ -161,7 +161,7 @@ def _flavor(instance_type: str, capacity: CapacityType, gpu_hours: float, idle_h
     )
 
 
-def _team(name: str, start: datetime, end: datetime, flavors: list[FlavorLine], consumers: list[Consumer]) -> TeamReport:
+def _team(name: str, start: datetime, end: datetime, flavors: list[PriceLine], consumers: list[ConsumerLine]) -> TeamReport:
     hours = sum(f.gpu_hours for f in flavors)
     idle = sum(f.idle_gpu_hours for f in flavors)
     spot = sum(f.gpu_hours for f in flavors if f.capacity_type == "spot")
@@ -184,7 +184,7 @@ def _team(name: str, start: datetime, end: datetime, flavors: list[FlavorLine], 
         idle_cost_usd=sum(f.idle_cost_usd for f in flavors),
         efficiency=(hours - idle) / hours,
         spot_ratio=spot / hours,
-        by_flavor=tuple(sorted(flavors, key=lambda f: -f.cost_usd)),
+        price_lines=tuple(sorted(flavors, key=lambda f: -f.cost_usd)),
         top_consumers=tuple(consumers),
         daily=daily,
     )
@@ -197,8 +197,8 @@ def _report(start: datetime, end: datetime) -> CostReport:
         end,
         [_flavor("p5.48xlarge", CapacityType.ON_DEMAND, 336.0, 84.0), _flavor("p4d.24xlarge", CapacityType.SPOT, 112.0, 0.0)],
         [
-            Consumer("Notebook", "ml-research", "llm-explore", 168.0, 168.0 * 12.29, 84.0, 0.5),
-            Consumer("Workload", "ml-research", "job-train-7b", 112.0, 175.0, 0.0, 0.0, queue="research-queue"),
+            ConsumerLine("Notebook", "ml-research", "llm-explore", 168.0, 168.0 * 12.29, 84.0, 0.5),
+            ConsumerLine("Workload", "ml-research", "job-train-7b", 112.0, 175.0, 0.0, 0.0, queue="research-queue"),
         ],
     )
     serving = _team("serving", start, end, [_flavor("g5.xlarge", CapacityType.ON_DEMAND, 168.0, 20.0)], [])
@@ -233,7 +233,7 @@ def test_team_digest_says_the_dollars_and_where_the_prices_come_from():
     assert f"H100 on-demand (p5.48xlarge): 336.0 GPU-hours × ${p5:,.2f}" in text
     assert "p4d.24xlarge" in text and "spot" in text
     # Every price says its source and as-of date, as the PriceBook gave them.
-    for f in report.by_flavor:
+    for f in report.price_lines:
         assert f"{f.price_source}, as of {f.price_as_of}" in text
     assert "2026-11-16 09:00 to 2026-11-23 09:00 (Europe/Berlin)" in text
     assert text.startswith("Weekly GPU cost: research:")

@@ -215,7 +215,7 @@ def test_kube_state_metrics_mig_and_shared_resources_are_read_as_shares_of_a_gpu
 
     usage = PrometheusUsage(accounting_prometheus).fetch(shapes.DATA_START, shapes.REPORT_END, Policy())
     pods = {p.pod: p for p in usage.pods}
-    assert {name: (round(p.gpu_hours, 6), p.flavor) for name, p in pods.items()} == {
+    assert {name: (round(p.gpu_hours, 6), p.sharing) for name, p in pods.items()} == {
         "nb-small-0": (round(6 / 7, 6), "MIG 1g.5gb"),
         "embedder-0": (round(12 / 7, 6), "MIG 1g.5gb"),
         "train-a100-k8s2m": (36.0, None),

@@ -23,7 +23,7 @@ from actions.cost.reporting import CostSetup, build_report
 from actions.ledger.plan import plan_period, plan_warnings
 from actions.ledger.rollup import LedgerRollup, LedgerUsage
 from actions.ledger.rows import owner_for, rows_from_usage
-from actions.model.ledger import CAPACITY, EMPTY, FILLED, HELD
+from actions.model.ledger import CAPACITY, EMPTY, FILLED, REQUESTED
 from actions.model.times import HOUR, floor_hour, hours_between
 from actions.model.usage import PodOwner, UsageData
 from actions.policy.rules import Policy
@@ -66,7 +66,7 @@ def report_figures(report: CostReport) -> dict:
             None if t.efficiency is None else round(t.efficiency, 6),
             None if t.spot_ratio is None else round(t.spot_ratio, 6),
             [(f.gpu_model, f.capacity_type, round(f.gpu_hours, 6), cents(f.cost_usd), cents(f.idle_cost_usd),
-              f.price_source, f.price_as_of) for f in t.by_flavor],
+              f.price_source, f.price_as_of) for f in t.price_lines],
             [(c.kind, c.namespace, c.name, c.queue, round(c.gpu_hours, 6), cents(c.cost_usd), round(c.idle_share, 6))
              for c in t.top_consumers],
             [(x.day, {k: cents(v) for k, v in x.cost_usd_by_capacity_type.items()}, cents(x.idle_cost_usd))
@@ -205,10 +205,10 @@ def test_a_weeks_report_for_a_team_reads_its_namespaces_only(ledger, usage_prome
 
 def test_rows_carry_the_cluster_the_owner_the_node_facts_and_the_price_in_force(sqlite_ledger):
     rows = LedgerStore(sqlite_ledger).rows(CLUSTER, datetime(2026, 10, 25, 3, tzinfo=UTC))
-    held = sorted((r.namespace, r.owner_kind, r.owner_name, r.queue, r.node) for r in rows if r.measure == HELD)
+    held = sorted((r.namespace, r.consumer_kind, r.consumer_name, r.queue, r.node) for r in rows if r.measure == REQUESTED)
     assert held == [("ml-research", "Notebook", "llm-explore", None, "h100-od-1"),
                     ("training", "Workload", "pretrain", "training-queue", "h100-spot-1")]
-    (pretrain,) = [r for r in rows if r.owner_name == "pretrain"]
+    (pretrain,) = [r for r in rows if r.consumer_name == "pretrain"]
     assert (pretrain.cluster, pretrain.gpu_hours, pretrain.instance_type, pretrain.capacity_type) == (
         CLUSTER, pytest.approx(4.0), "p5.48xlarge", "spot")
     assert pretrain.namespace_team == "training" and pretrain.gpu_model.startswith("NVIDIA H100")
@@ -352,7 +352,7 @@ def test_shares_of_gpus_and_unrequested_gpus_read_back_the_same_to_the_cent(data
     assert {n: (round(a, 6), cents(b)) for n, (a, b) in ours.unrequested.by_node.items()} == {
         n: (round(a, 6), cents(b)) for n, (a, b) in theirs.unrequested.by_node.items()}
     assert (cents(ours.node_cost_usd), cents(ours.unrequested.cost_usd)) == (1482.24, 553.68) and ours.reconciles
-    flavors = {f.gpu_model for t in ours.teams.values() for f in t.by_flavor}
+    flavors = {f.gpu_model for t in ours.teams.values() for f in t.price_lines}
     assert "A100 MIG 1g.5gb" in flavors and any("shared" in f for f in flavors)
     rows = LedgerStore(store).rows(CLUSTER, end - HOUR)
     assert {r.node for r in rows if r.measure == CAPACITY} >= {"h100-empty", "a100-mig-single"}

@@ -9,10 +9,10 @@ import gc
 import threading
 from datetime import date, datetime, timezone
 
-from actions.cost.gc_pause import collector_paused
+from actions.cost.gc_pause import gc_paused
 from actions.ledger.rows import price_groups
 from actions.model.kube import CapacityType
-from actions.model.ledger import CAPACITY, HELD, LedgerRow
+from actions.model.ledger import CAPACITY, REQUESTED, LedgerRow
 from actions.model.usage import NodeInfo, PodUsage, UsageData
 from actions.store.ledger import LedgerStore
 from tests.databases import *  # noqa: F403
@@ -45,9 +45,9 @@ def test_no_groups_when_every_node_differs():
     assert price_groups(usage([node("a"), node("b", SPOT), node("c", None)])) == {}
 
 
-def _row(n: str, ns: str, hours: float, idle: float = 0.0, measure: str = HELD) -> LedgerRow:
-    owner = ("Job", "train") if measure == HELD else ("", "")
-    return LedgerRow(H0, "eu-1", measure, ns if measure == HELD else "", *owner, n, hours, idle,
+def _row(n: str, ns: str, hours: float, idle: float = 0.0, measure: str = REQUESTED) -> LedgerRow:
+    owner = ("Job", "train") if measure == REQUESTED else ("", "")
+    return LedgerRow(H0, "eu-1", measure, ns if measure == REQUESTED else "", *owner, n, hours, idle,
                      instance_type="p5.48xlarge", capacity_type="on-demand")
 
 
@@ -75,9 +75,9 @@ def test_the_collector_is_off_inside_and_back_on_after_the_last_holder():
     was = gc.isenabled()
     gc.enable()
     try:
-        with collector_paused():
+        with gc_paused():
             assert not gc.isenabled()
-            with collector_paused():
+            with gc_paused():
                 assert not gc.isenabled()
             assert not gc.isenabled()  # the outer block still holds it
         assert gc.isenabled()
@@ -85,14 +85,14 @@ def test_the_collector_is_off_inside_and_back_on_after_the_last_holder():
         inside, release = threading.Event(), threading.Event()
 
         def other_report() -> None:
-            with collector_paused():
+            with gc_paused():
                 inside.set()
                 release.wait(10)
 
         t = threading.Thread(target=other_report)
         t.start()
         inside.wait(10)
-        with collector_paused():
+        with gc_paused():
             pass
         assert not gc.isenabled()  # another thread's report is still running
         release.set()
@@ -100,7 +100,7 @@ def test_the_collector_is_off_inside_and_back_on_after_the_last_holder():
         assert gc.isenabled()
 
         gc.disable()
-        with collector_paused():
+        with gc_paused():
             pass
         assert not gc.isenabled()  # off before, so left off
     finally:

@@ -230,7 +230,7 @@ def test_report_matches_the_hand_computed_chargeback(usage):
 
     vision = teams["vision"]
     assert vision.gpu_hours == pytest.approx(312)
-    (line,) = vision.by_flavor
+    (line,) = vision.price_lines
     # The seed case: A100 on-demand 312 hrs x $3.06 = $954.72
     assert (line.gpu_model, line.capacity_type, cents(line.usd_per_gpu_hour), cents(line.cost_usd)) == (
         "A100", "on-demand", 3.06, 954.72)
@@ -251,7 +251,7 @@ def test_report_matches_the_hand_computed_chargeback(usage):
     assert cents(training.idle_cost_usd) == cents(80 * 2.50 + 120 * 6.88) == 1025.60
     assert training.efficiency == pytest.approx(880 / 1080)
     assert training.spot_ratio == pytest.approx(960 / 1080)
-    spot, od = training.by_flavor
+    spot, od = training.price_lines
     assert (spot.capacity_type, spot.gpu_model, cents(spot.usd_per_gpu_hour), cents(spot.cost_usd)) == (
         "spot", "H100", 2.50, 2400.00)
     assert (od.capacity_type, cents(od.cost_usd)) == ("on-demand", 825.60)
@@ -290,7 +290,7 @@ def test_capacity_type_falls_back_to_the_kubernetes_api(usage):
     without = compute_cost_report(data, price_book(), TEAMS, team_label="team")
     platform = without.teams["platform"]
     assert (platform.gpu_hours, cents(platform.cost_usd)) == (pytest.approx(24), cents(24 * 6.88))
-    assert platform.by_flavor[0].capacity_type == "unknown"
+    assert platform.price_lines[0].capacity_type == "unknown"
     assert any("capacity type unknown for node h100-nolabel-1" in n for n in without.notes)
 
     api_nodes = {"h100-nolabel-1": Node("h100-nolabel-1", instance_type="p5.48xlarge",

@@ -110,7 +110,7 @@ def advise_reserved(r: ReservedUse, prices: PriceBook, policy: AdvicePolicy) -> 
     for the cluster admins: what the idle share costs a month at the committed rate (else the
     reserved quote, which may be the on-demand price, as its source says). ``None`` when they
     are used enough or no price is known. Pure."""
-    if r.gpus <= 0 or r.idle_ratio <= policy.reserved_idle_ratio:
+    if r.gpus <= 0 or r.idle_share <= policy.reserved_idle_ratio:
         return None
     family = family_key(r.gpu_model)
     quote = committed_rate(r, prices, policy)
@@ -121,21 +121,21 @@ def advise_reserved(r: ReservedUse, prices: PriceBook, policy: AdvicePolicy) -> 
             return None
     rate = round(quote.usd_per_gpu_hour, 4)
     paid = round(r.gpus * HOURS_PER_MONTH * rate, 2)
-    idle = round(paid * r.idle_ratio, 2)
+    idle = round(paid * r.idle_share, 2)
     days = policy.commitment_window_seconds / 86400
-    idle_gpus = r.gpus * r.idle_ratio
+    idle_gpus = r.gpus * r.idle_share
     return Recommendation(
         kind="reserved-idle", key=f"reserved-idle/{family}", team=ADMIN_TEAM, namespace="",
         subject=f"reserved {family} GPUs",
-        summary=f"use or shrink {r.gpus:g} reserved {family} GPUs idle {r.idle_ratio:.0%} of the time",
+        summary=f"use or shrink {r.gpus:g} reserved {family} GPUs idle {r.idle_share:.0%} of the time",
         change="order a ResourceFlavor for the reserved nodes first in the ClusterQueues so on-demand work lands on "
         f"them, or commit to about {r.gpus - idle_gpus:.0f} at renewal",
         current_usd_per_month=paid, advised_usd_per_month=round(paid - idle, 2), saving_usd_per_month=idle,
         evidence=(
             (f"reserved {family} GPUs", f"{r.gpus:g} on {len(r.nodes)} node(s)"),
-            (f"idle GPU-hours over {days:g} days (activity <= {policy.busy_engine_pct:g}%)", f"{r.idle_ratio:.1%}"),
+            (f"idle GPU-hours over {days:g} days (activity <= {policy.busy_engine_pct:g}%)", f"{r.idle_share:.1%}"),
             ("paid", f"{usd_rate(rate)}/GPU-hour, used or not"),
         ),
         prices=(quote,),
-        notes=(f"{r.gpus:g} GPUs x 730 h x {usd_rate(rate)} x {r.idle_ratio:.1%} idle",),
+        notes=(f"{r.gpus:g} GPUs x 730 h x {usd_rate(rate)} x {r.idle_share:.1%} idle",),
     )

@@ -31,7 +31,7 @@ class ConsumerUsage:
 
     ``role`` is ``"notebook"``, ``"job"`` or ``"serving"``; ``whole_gpus`` counts
     ``nvidia.com/gpu`` requested (0 for MIG or shared requests) and ``gpus`` the physical-GPU
-    equivalents held; ``restarts_cleanly`` says why the consumer survives an interruption (a
+    equivalents requested; ``restarts_cleanly`` says why the consumer survives an interruption (a
     Kueue Workload, a Job's ``backoffLimit``, the opt-in annotation), ``None`` when nothing
     says it does. History: ``gpu_hours`` of samples in the window (GPU-hours), ``peak_fb_mib``
     (MiB, the most any one of its GPUs held), ``peak_engine_pct`` (percent 0-100 of one GPU),
@@ -77,7 +77,7 @@ class ConsumerUsage:
     @property
     def gpu_hours_per_month(self) -> float:
         """GPU-hours a month at the window's rate (``gpu_hours`` x 730 h / window hours), or
-        every GPU held all month when the history has no figure."""
+        every GPU requested all month when the history has no figure."""
         if self.gpu_hours is None:
             return self.gpus * HOURS_PER_MONTH
         return self.gpu_hours * HOURS_PER_MONTH / (self.window_seconds / 3600)
@@ -105,12 +105,12 @@ class TeamBaseline:
 class ReservedUse:
     """Reserved GPUs of one model (on nodes of capacity type ``reserved`` or in
     ``policy.reserved_nodepools``) over the commitment window: ``gpus`` of them, idle in
-    ``idle_ratio`` (ratio 0-1) of their GPU-hours, read at hourly marks; ``instance_type`` the
+    ``idle_share`` (ratio 0-1) of their GPU-hours, read at hourly marks; ``instance_type`` the
     most common of their nodes; ``nodes`` their names."""
 
     gpu_model: str
     gpus: float
-    idle_ratio: float
+    idle_share: float
     hours: float
     instance_type: str | None = None
     nodes: tuple[str, ...] = ()

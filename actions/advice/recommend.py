@@ -3,7 +3,7 @@ prices in, :class:`~actions.advice.model.Recommendation` out, highest USD per mo
 
 Per consumer (:func:`advise_consumer`), over the last ``AdvicePolicy.window_seconds``:
 
-- **fewer GPUs**: ``N`` whole GPUs held but at most ``k < N`` busy at once (the
+- **fewer GPUs**: ``N`` whole GPUs requested but at most ``k < N`` busy at once (the
   ``busy_quantile``, default the 99th percentile, of GPUs above ``busy_engine_pct``): ``k``
   GPUs, saving ``(N - k) / N`` of its cost;
 - **a MIG profile**: one GPU (or one needed) whose peak framebuffer x (1 + ``fb_headroom``) and
@@ -123,9 +123,9 @@ def resize_of(u: ConsumerUsage, after: tuple[tuple[str, int], ...],
 
 
 def container_plan(u: ConsumerUsage) -> list[tuple[str, int, int]]:
-    """For one pod of several containers holding whole GPUs, each such container as ``(name,
+    """For one pod of several containers requesting whole GPUs, each such container as ``(name,
     GPUs now, GPUs it needs)``: the most it had busy at once (its own quantile), at least 1 and
-    at most what it holds. Empty when any of them has no per-container figure. Pure."""
+    at most what it requests. Empty when any of them has no per-container figure. Pure."""
     whole = [c for c in u.containers if c[1] > 0]
     if len(whole) < 2 or any(b is None for _, _, b in whole):
         return []

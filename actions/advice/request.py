@@ -32,8 +32,8 @@ class HeldRequest(Protocol):
     until: datetime | None
 
 
-def consumer_of(key: str) -> str:
-    """The consumer a recommendation's key is about: ``"mig/idle-notebook/ml/nb"`` ->
+def consumer_key_of(key: str) -> str:
+    """The key of the consumer a recommendation's key is about: ``"mig/idle-notebook/ml/nb"`` ->
     ``"idle-notebook/ml/nb"`` (every advice kind of one consumer shares it)."""
     return key.split("/", 1)[1] if "/" in key else key
 
@@ -48,9 +48,9 @@ def silenced(recs: Sequence[Recommendation], held: Iterable[HeldRequest], now: d
     ``now`` (Exempt: leave this consumer alone), and the one piece whose own request is
     ``snoozed`` until after ``now`` (Snooze: not this one, for now). Pure."""
     live = [r for r in held if r.kind == RIGHT_SIZE and r.until is not None and _aware(r.until) > now]
-    exempt = {consumer_of(r.key) for r in live if r.state == "exempt"}
+    exempt = {consumer_key_of(r.key) for r in live if r.state == "exempt"}
     snoozed = {r.key for r in live if r.state == "snoozed"}
-    return {r.key for r in recs if r.key in snoozed or consumer_of(r.key) in exempt}
+    return {r.key for r in recs if r.key in snoozed or consumer_key_of(r.key) in exempt}
 
 
 def advice_finding(rec: Recommendation, now: datetime, window_seconds: float, cluster: str = "") -> Finding:

@@ -145,8 +145,8 @@ def _containers(members: Sequence[GpuPod], busy: Mapping[tuple[str, str, str], f
     if len(members) != 1 or len(members[0].containers) < 2:
         return ()
     p = members[0]
-    return tuple((name, dict(held).get(GPU_RESOURCE, 0), busy.get((p.namespace, p.name, name)))
-                 for name, held in p.containers)
+    return tuple((name, dict(requested).get(GPU_RESOURCE, 0), busy.get((p.namespace, p.name, name)))
+                 for name, requested in p.containers)
 
 
 def team_baselines(
@@ -188,7 +188,7 @@ def reserved_uses(snapshot: ClusterSnapshot, history: Iterable, policy: Policy |
                   commitment_window_seconds: float) -> list[ReservedUse]:
     """One ReservedUse per GPU model of ``history``
     (:class:`~actions.model.history.ReservedHistory`-shaped: model_name, gpus,
-    idle_ratio), with the reserved nodes of that family and their most common instance type."""
+    idle_share), with the reserved nodes of that family and their most common instance type."""
     names = reserved_nodes(snapshot, policy)
     out = []
     for h in history:
@@ -196,7 +196,7 @@ def reserved_uses(snapshot: ClusterSnapshot, history: Iterable, policy: Policy |
         nodes = [snapshot.nodes[n] for n in names if snapshot.nodes[n].gpu_family == family]
         types = Counter(n.instance_type for n in nodes if n.instance_type)
         out.append(ReservedUse(
-            gpu_model=h.model_name, gpus=h.gpus, idle_ratio=h.idle_ratio, hours=commitment_window_seconds / 3600,
+            gpu_model=h.model_name, gpus=h.gpus, idle_share=h.idle_share, hours=commitment_window_seconds / 3600,
             instance_type=types.most_common(1)[0][0] if types else None, nodes=tuple(n.name for n in nodes),
         ))
     return out

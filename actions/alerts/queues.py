@@ -1,5 +1,5 @@
 """Queue-wait alerts: a Workload pending longer than the threshold (with its position and, where
-idle consumers hold enough GPUs of its model, the proposal that frees them), and a ClusterQueue
+idle consumers request enough GPUs of its model, the proposal that frees them), and a ClusterQueue
 whose admission-wait p90 is over it. Pure.
 """
 

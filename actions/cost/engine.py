@@ -7,14 +7,14 @@ a :class:`~actions.cost.report.CostReport`. No I/O, no clock reads.
 
 Definitions (every figure in a report follows them):
 
-- *Allocated GPU-hours*: the sum over evaluation steps (``UsageData.step_seconds``, 300 s by
+- *Requested GPU-hours*: the sum over evaluation steps (``UsageData.step_seconds``, 300 s by
   default) of the GPUs a running pod requested, times the step in hours, in physical-GPU
   equivalents: ``nvidia.com/gpu`` whole, a MIG slice ``nvidia.com/mig-Ng.*`` N/7 (N/4 on A30), a
   time-sliced replica 1/R of its node's ``nvidia.com/gpu.replicas`` (see :mod:`actions.hardware.gpus`).
-- *Idle GPU-hours*: the allocated GPU-steps at which the GPU's peak engine activity within the
+- *Idle GPU-hours*: the requested GPU-steps at which the GPU's peak engine activity within the
   step stayed at or under ``Policy.engine_idle_pct`` (``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` where
   exported, else ``DCGM_FI_DEV_GPU_UTIL``). Steps without telemetry are not idle (unknown).
-- *Efficiency*: used / allocated GPU-hours, used = allocated - idle; ratio 0-1.
+- *Efficiency*: used / requested GPU-hours, used = requested - idle; ratio 0-1.
 - *Spot ratio*: spot GPU-hours / all GPU-hours; ratio 0-1.
 - *Cost*: GPU-hours x the PriceBook's USD per GPU-hour for the node's instance type, capacity
   type and GPU model. Nodes priced by a flat config price (``prices.gpu_families``) or bought as
@@ -42,10 +42,10 @@ from actions.cost.report import (
     NO_PRICE,
     RESERVED_ON_PREM,
     UNALLOCATED,
-    Consumer,
+    ConsumerLine,
     CostReport,
     DailyCost,
-    FlavorLine,
+    PriceLine,
     TeamReport,
     UnrequestedLine,
 )
@@ -71,7 +71,7 @@ def team_of(
     namespace_labels: Mapping[str, Mapping[str, str]],
     team_label: str | None,
 ) -> str:
-    """The team a namespace's GPU-hours are charged to: the configured team listing it, else
+    """The team a namespace's GPU-hours are attributed to: the configured team listing it, else
     the value of its ``team_label`` label, else the namespace itself, as the sweep names it
     (:meth:`~actions.policy.teams.TeamDirectory.team_for`); ``UNALLOCATED`` only without a namespace."""
     for team in teams.teams.values():
@@ -88,7 +88,7 @@ _TEMPLATE_HASH = re.compile(r"^(?P<name>.+)-[a-z0-9]{6,10}$")
 
 
 def consumer_of(owner: PodOwner | None, namespace: str, pod: str) -> tuple[str, str, str | None]:
-    """``(kind, name, queue)`` of the workload owner a pod's GPU-hours are charged to.
+    """``(kind, name, queue)`` of the consumer a pod's GPU-hours are attributed to.
 
     In order: a pod labelled ``notebook-name`` (Kubeflow) is that ``Notebook``; a pod labelled
     ``kueue.x-k8s.io/queue-name`` belongs to a Kueue ``Workload``, named after its Job or
@@ -253,8 +253,8 @@ def compute_cost_report(
             team_by_ns[ns] = team_of(ns, teams, usage.namespace_labels, team_label)
         return team_by_ns[ns]
 
-    flavors: dict[str, dict[tuple, _Acc]] = defaultdict(lambda: defaultdict(_Acc))
-    flavor_quote: dict[tuple, _Priced] = {}
+    lines_by_team: dict[str, dict[tuple, _Acc]] = defaultdict(lambda: defaultdict(_Acc))
+    line_quote: dict[tuple, _Priced] = {}
     consumers: dict[str, dict[tuple, _Acc]] = defaultdict(lambda: defaultdict(_Acc))
     consumer_queue: dict[tuple, str | None] = {}
     spot_hours: dict[str, float] = defaultdict(float)
@@ -269,10 +269,10 @@ def compute_cost_report(
         if pr.quote is None:
             unpriced.add(p.node)
         idle = min(p.idle_gpu_hours, p.gpu_hours)
-        shown = f"{pr.gpu_model} {p.flavor}" if p.flavor else pr.gpu_model
-        fkey = (shown, pr.capacity_label, rate, pr.quote.source if pr.quote else "")
-        flavor_quote[fkey] = pr
-        acc = flavors[t][fkey]
+        shown = f"{pr.gpu_model} {p.sharing}" if p.sharing else pr.gpu_model
+        lkey = (shown, pr.capacity_label, rate, pr.quote.source if pr.quote else "")
+        line_quote[lkey] = pr
+        acc = lines_by_team[t][lkey]
         acc.gpu_hours += p.gpu_hours
         acc.idle += idle
         acc.cost += p.gpu_hours * rate
@@ -307,14 +307,14 @@ def compute_cost_report(
         )
 
     days = [d for d, _, _ in day_buckets(usage.start, usage.end)]
-    names = set(flavors) | set(teams.teams)
+    names = set(lines_by_team) | set(teams.teams)
     reports: dict[str, TeamReport] = {}
     for t in sorted(names, key=lambda n: (n == UNALLOCATED, n)):
         lines = []
-        for (model, cap, rate, source), acc in flavors.get(t, {}).items():
-            quote = flavor_quote[(model, cap, rate, source)].quote
+        for (model, cap, rate, source), acc in lines_by_team.get(t, {}).items():
+            quote = line_quote[(model, cap, rate, source)].quote
             lines.append(
-                FlavorLine(
+                PriceLine(
                     gpu_model=model,
                     capacity_type=cap,
                     gpu_hours=acc.gpu_hours,
@@ -328,9 +328,9 @@ def compute_cost_report(
                 )
             )
         lines.sort(key=lambda f: (-f.cost_usd, -f.gpu_hours, f.gpu_model, f.capacity_type))
-        # Only the top few become Consumers: a large fleet's team has 10,000s of owners.
+        # Only the top few become ConsumerLines: a large fleet's team has 10,000s of owners.
         top = [
-            Consumer(kind, ns, name, c.gpu_hours, c.cost, c.idle, c.idle / c.gpu_hours if c.gpu_hours else 0.0,
+            ConsumerLine(kind, ns, name, c.gpu_hours, c.cost, c.idle, c.idle / c.gpu_hours if c.gpu_hours else 0.0,
                      consumer_queue.get((kind, ns, name)))
             for (kind, ns, name), c in heapq.nsmallest(
                 top_consumers, consumers.get(t, {}).items(),
@@ -364,7 +364,7 @@ def compute_cost_report(
             idle_cost_usd=sum(f.idle_cost_usd for f in lines),
             efficiency=(hours - idle) / hours if hours else None,
             spot_ratio=spot_hours[t] / hours if hours else None,
-            by_flavor=tuple(lines),
+            price_lines=tuple(lines),
             top_consumers=tuple(top),
             daily=team_daily,
             notes=tuple(team_notes),
@@ -384,20 +384,20 @@ def _unrequested(
     counted at its pods', so teams + unrequested never exceed the total."""
     if not usage.node_gpu_hours:
         return None, 0.0, 0.0
-    allocated: dict[str, float] = defaultdict(float)
+    requested: dict[str, float] = defaultdict(float)
     for p in usage.pods:
-        allocated[p.node] += p.gpu_hours
+        requested[p.node] += p.gpu_hours
     by_node: dict[str, tuple[float, float]] = {}
     total_hours = total_cost = 0.0
-    for node in sorted(set(usage.node_gpu_hours) | set(allocated)):
+    for node in sorted(set(usage.node_gpu_hours) | set(requested)):
         pr = priced(node, node_model.get(node))
         rate = pr.quote.usd_per_gpu_hour if pr.quote else 0.0
         if pr.quote is None and usage.node_gpu_hours.get(node):
             unpriced.add(node)
-        held = max(usage.node_gpu_hours.get(node, 0.0), allocated[node])
-        total_hours += held
-        total_cost += held * rate
-        free = held - allocated[node]
+        capacity = max(usage.node_gpu_hours.get(node, 0.0), requested[node])
+        total_hours += capacity
+        total_cost += capacity * rate
+        free = capacity - requested[node]
         if free > 1e-9:
             by_node[node] = (free, free * rate)
     line = UnrequestedLine(

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from actions.cost.report import CostReport, DailyCost, FlavorLine, TeamReport, UnrequestedLine
+from actions.cost.report import CostReport, DailyCost, PriceLine, TeamReport, UnrequestedLine
 
 # --- reports ---------------------------------------------------------------------------------------
 
@@ -53,8 +53,8 @@ class FleetReport:
         return out + [ClusterTotal(name, error=why) for name, why in self.failed.items()]
 
 
-def _flavors(lines: Sequence[FlavorLine]) -> tuple[FlavorLine, ...]:
-    merged: dict[tuple, FlavorLine] = {}
+def _price_lines(lines: Sequence[PriceLine]) -> tuple[PriceLine, ...]:
+    merged: dict[tuple, PriceLine] = {}
     for f in lines:
         k = (f.gpu_model, f.capacity_type, f.usd_per_gpu_hour, f.price_source, f.price_as_of, f.instance_type)
         m = merged.get(k)
@@ -91,7 +91,7 @@ def _team(name: str, parts: Sequence[tuple[str, TeamReport]], top: int, start: d
         idle_cost_usd=sum(t.idle_cost_usd for _, t in parts),
         efficiency=(hours - idle) / hours if hours else None,
         spot_ratio=spot / hours if hours else None,
-        by_flavor=_flavors([f for _, t in parts for f in t.by_flavor]),
+        price_lines=_price_lines([f for _, t in parts for f in t.price_lines]),
         top_consumers=tuple(consumers[:top]) if top else tuple(consumers),
         daily=_daily([d for _, t in parts for d in t.daily]),
         notes=tuple(dict.fromkeys(f"{cluster}: {n}" for cluster, t in parts for n in t.notes)),

@@ -24,17 +24,18 @@ CAPACITY_ORDER = (
     RESERVED_ON_PREM,
     CapacityType.UNKNOWN.value,
 )
-EFFICIENCY_TARGET = 0.80  # ratio 0-1; the FinOps chargeback layout's "target > 80%"
+EFFICIENCY_TARGET = 0.80  # ratio 0-1; the FinOps showback layout's "target > 80%"
 
 
 # --- outputs ---------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class FlavorLine:
-    """GPU-hours and USD of one (GPU model, capacity type, price) in a team's report.
+class PriceLine:
+    """A price line: GPU-hours and USD of one (GPU model, capacity type, price) in a team's report.
 
-    ``capacity_type`` is ``on-demand``, ``spot``, ``reserved/on-prem`` or ``unknown``;
+    ``gpu_model`` is the GPU family as priced (``H100``), followed by the sharing when the GPUs
+    were shared (``A100 MIG 1g.5gb``, ``H100 shared 1/4``); ``capacity_type`` is ``on-demand``, ``spot``, ``reserved/on-prem`` or ``unknown``;
     ``usd_per_gpu_hour`` USD per GPU-hour; ``price_source`` and ``price_as_of`` say where the
     price came from (empty ``price_as_of`` when the source has no date).
     """
@@ -52,10 +53,11 @@ class FlavorLine:
 
 
 @dataclass(frozen=True)
-class Consumer:
-    """A workload owner and what it used: ``kind`` is ``Notebook``, ``Workload`` (Kueue),
-    ``Job``, ``Deployment``, ``StatefulSet``, ... or ``Pod``; ``idle_share`` ratio 0-1 of its
-    GPU-hours that were idle; ``queue`` the Kueue LocalQueue when the pods carried one."""
+class ConsumerLine:
+    """One of a team's top consumers and what it used (GPU-hours, USD): ``kind`` is
+    ``Notebook``, ``Workload`` (Kueue), ``Job``, ``Deployment``, ``StatefulSet``, ... or ``Pod``;
+    ``idle_share`` ratio 0-1 of its GPU-hours that were idle; ``queue`` the Kueue LocalQueue when
+    the pods carried one."""
 
     kind: str
     namespace: str
@@ -82,10 +84,10 @@ class DailyCost:
 
 @dataclass(frozen=True)
 class TeamReport:
-    """A team's chargeback over ``[period_start, period_end]``.
+    """A team's showback over ``[period_start, period_end]``.
 
     GPU-hours, USD; ``efficiency`` and ``spot_ratio`` are ratios 0-1 (``None`` when the team used
-    no GPU-hours). ``by_flavor`` is sorted by cost, highest first; ``top_consumers`` likewise and
+    no GPU-hours). ``price_lines`` is sorted by cost, highest first; ``top_consumers`` likewise and
     cut to the report's top N; ``daily`` covers every UTC day the period touches.
     """
 
@@ -98,8 +100,8 @@ class TeamReport:
     idle_cost_usd: float
     efficiency: float | None
     spot_ratio: float | None
-    by_flavor: tuple[FlavorLine, ...] = ()
-    top_consumers: tuple[Consumer, ...] = ()
+    price_lines: tuple[PriceLine, ...] = ()
+    top_consumers: tuple[ConsumerLine, ...] = ()
     daily: tuple[DailyCost, ...] = ()
     notes: tuple[str, ...] = ()
     namespaces: tuple[str, ...] = ()
@@ -112,7 +114,7 @@ class TeamReport:
     @property
     def unpriced_gpu_hours(self) -> float:
         """GPU-hours on GPUs no price source covers: in ``gpu_hours``, left out of ``cost_usd``."""
-        return sum(f.gpu_hours for f in self.by_flavor if f.price_source == NO_PRICE)
+        return sum(f.gpu_hours for f in self.price_lines if f.price_source == NO_PRICE)
 
 
 @dataclass(frozen=True)
@@ -167,11 +169,15 @@ class CostReport:
         return sum(t.gpu_hours for t in self.teams.values())
 
 
+# Fields whose JSON key is the published name from before they were renamed (``report --json``).
+_JSON_KEYS = {"price_lines": "by_flavor"}
+
+
 def to_jsonable(obj: Any) -> Any:
     """A report (CostReport, TeamReport or any part) as JSON values: datetimes RFC 3339, dates
     ISO, USD and GPU-hours as floats; a TeamReport gains ``idle_share`` (ratio 0-1)."""
     if isinstance(obj, TeamReport):
-        out = {k: to_jsonable(getattr(obj, k)) for k in obj.__dataclass_fields__}
+        out = {_JSON_KEYS.get(k, k): to_jsonable(getattr(obj, k)) for k in obj.__dataclass_fields__}
         out["idle_share"] = obj.idle_share
         out["unpriced_gpu_hours"] = obj.unpriced_gpu_hours
         return out

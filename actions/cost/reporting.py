@@ -15,7 +15,7 @@ from typing import Callable, Mapping, Sequence
 
 from actions.cost.engine import compute_cost_report
 from actions.cost.fleet import FleetReport, fleet_report
-from actions.cost.gc_pause import collector_paused
+from actions.cost.gc_pause import gc_paused
 from actions.cost.report import CostReport
 from actions.model.kube import Node
 from actions.policy.rules import Policy
@@ -67,7 +67,7 @@ def build_report(
         except Exception as e:  # noqa: BLE001
             log.warning("cost report: reading nodes from the Kubernetes API failed: %s", e)
             extra.append(f"the Kubernetes API could not be read for node capacity types: {e}")
-    with collector_paused():
+    with gc_paused():
         report = compute_cost_report(
             usage,
             prices,

@@ -1,4 +1,4 @@
-"""The idle-GPU detector: which notebooks, jobs and services hold GPUs that do nothing.
+"""The idle-GPU detector: which notebooks, jobs and services request GPUs that do nothing.
 
 Pure: ``detect_idle`` takes a cluster snapshot, the telemetry over a window, prices, policies,
 teams and an explicit ``now``, and returns findings with their evidence, dollars and proposed
@@ -116,7 +116,7 @@ def opted_out(annotations: dict[str, str], policy: Policy, now: datetime) -> boo
 
 
 def gpu_equivalents_of(pod: GpuPod, snapshot: ClusterSnapshot) -> float:
-    """Physical-GPU equivalents ``pod`` holds (MIG slices and shared replicas as fractions, see
+    """Physical-GPU equivalents ``pod`` requests (MIG slices and shared replicas as fractions, see
     :mod:`actions.hardware.gpus`), judged by its node's GPUs; its device count when the node is unknown."""
     node = snapshot.nodes.get(pod.node or "")
     if node is None:

@@ -2,15 +2,15 @@
 
 An autoscaler that provisions an 8-GPU node for a 2-GPU pod leaves six GPUs paid for and
 invisible to every per-pod view. A node's GPUs count as unrequested when the snapshot shows more
-physical GPUs than its pods hold (MIG slices and shared replicas as fractions) *and* dcgm-exporter
+physical GPUs than its pods request (MIG slices and shared replicas as fractions) *and* dcgm-exporter
 reported that many GPUs (or MIG instances) of the node without a pod for the whole window.
-dcgm-exporter reports every GPU of a node, held or not; a node it reports fewer GPUs of than the
+dcgm-exporter reports every GPU of a node, requested or not; a node it reports fewer GPUs of than the
 node has is one whose telemetry is incomplete, and nothing is concluded about it. A GPU no pod
-holds may still carry a ``pod`` label: dcgm-exporter's own, from the scrape's target labels
+requests may still carry a ``pod`` label: dcgm-exporter's own, from the scrape's target labels
 (prometheus-operator puts the scraped pod's ``pod``/``namespace`` on every series; the exporter's
 labels win only where it sets them, and its Helm chart's ServiceMonitor, ``honorLabels: false``,
 renames those to ``exported_pod``). A series attributed to one of the node's DaemonSet pods that
-requests no GPU is therefore held by no pod.
+requests no GPU is therefore counted as a GPU no pod requests.
 
 Such a finding belongs to the cluster's admins (:data:`~actions.policy.teams.ADMIN_TEAM`). On an empty
 Karpenter node (no pods but DaemonSets) the proposal is to delete its NodeClaim, which Karpenter
@@ -40,13 +40,13 @@ NODECLAIM_API_VERSION = f"{KARPENTER_GROUP}/v1"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 
 
-def _held(node: Node, pods: list[GpuPod]) -> float:
-    """Physical-GPU equivalents ``pods`` (those bound to ``node``) hold now (Running or Pending:
-    a scheduled pod holds its devices while its images pull)."""
+def _requested(node: Node, pods: list[GpuPod]) -> float:
+    """Physical-GPU equivalents ``pods`` (those bound to ``node``) request now (Running or
+    Pending: a scheduled pod keeps its devices while its images pull)."""
     return sum(node.equivalents(p.requested) for p in pods)
 
 
-def _unheld(
+def _podless(
     node: Node, series: list[GpuTelemetry], policy: Policy, gpu_pods: set[tuple[str, str]]
 ) -> list[GpuTelemetry]:
     """The node's GPUs (or MIG instances; ``series`` its telemetry) dcgm-exporter saw without a
@@ -61,11 +61,11 @@ def _unheld(
     return [g for g in series if free(g) and g.coverage >= policy.min_coverage]
 
 
-def _confirmed(node: Node, unheld: list[GpuTelemetry]) -> float:
-    """Physical GPUs the unheld series stand for: a whole GPU once however many series it has,
+def _confirmed(node: Node, podless: list[GpuTelemetry]) -> float:
+    """Physical GPUs the podless series stand for: a whole GPU once however many series it has,
     a MIG instance as its share of the GPU."""
-    whole = {g.gpu for g in unheld if not g.mig_profile}
-    slices = sum(node.equivalents({f"nvidia.com/mig-{g.mig_profile}": 1}) for g in unheld if g.mig_profile)
+    whole = {g.gpu for g in podless if not g.mig_profile}
+    slices = sum(node.equivalents({f"nvidia.com/mig-{g.mig_profile}": 1}) for g in podless if g.mig_profile)
     return len(whole) + slices
 
 
@@ -124,19 +124,19 @@ def unrequested_gpus(
             continue
         # Series without a pod first: on a busy fleet almost no node has one, and the pods'
         # requests need not be added up for it.
-        unheld = _unheld(node, series_on.get(node.name, []), policy, gpu_pods)
-        if not unheld:
+        podless = _podless(node, series_on.get(node.name, []), policy, gpu_pods)
+        if not podless:
             continue
-        free = physical - _held(node, pods_on.get(node.name, []))
+        free = physical - _requested(node, pods_on.get(node.name, []))
         reported = {g.gpu.split("/")[0] for g in series_on.get(node.name, [])}
         if free <= 1e-9 or len(reported) < round(physical):
             continue
-        gpus = round(min(free, _confirmed(node, unheld)), 6)
+        gpus = round(min(free, _confirmed(node, podless)), 6)
         if gpus <= 0:
             continue
-        model = node.gpu_product or unheld[0].model_name
+        model = node.gpu_product or podless[0].model_name
         quote = _quote(node, model, prices, policy)
-        starts = [g.first_sample for g in unheld if g.first_sample is not None]
+        starts = [g.first_sample for g in podless if g.first_sample is not None]
         since = max(starts) if starts else now - timedelta(seconds=telemetry.window_seconds)
         empty = node.workload_pods == 0
         notes = why_not_consolidated(node, snapshot)
@@ -168,7 +168,7 @@ def unrequested_gpus(
                 idle_seconds=max(telemetry.window_seconds, (now - since).total_seconds()),
                 usd_per_hour=round(gpus * quote.usd_per_gpu_hour, 4),
                 price=quote,
-                evidence=tuple(judge_gpu(g, policy) for g in unheld),
+                evidence=tuple(judge_gpu(g, policy) for g in podless),
                 detected_at=now,
                 window_seconds=telemetry.window_seconds,
                 action=action,

@@ -3,10 +3,10 @@ Feature Discovery's ``nvidia.com/gpu.product``, cloud catalogs and what people t
 slice or a shared replica counts against a whole GPU.
 
 A family key (``"H100"``, ``"A100"``, ``"MI300X"``) is what prices, idle power ceilings and
-Kueue flavors are matched on; memory sizes and form factors (SXM, PCIe, NVL) are variants of a
+Kueue ResourceFlavors are matched on; memory sizes and form factors (SXM, PCIe, NVL) are variants of a
 family, not families of their own.
 
-Fractions of a GPU (every consumer holds a number of physical-GPU equivalents):
+Fractions of a GPU (every consumer requests a number of physical-GPU equivalents):
 
 - a MIG instance of profile ``Ng.*`` is N of the GPU's compute slices: N/7 on A100, H100, H200,
   B200 and the other 7-slice GPUs, N/4 on A30 (NVIDIA's MIG user guide, "Supported MIG
@@ -177,9 +177,9 @@ def resource_from_ksm(label: str) -> str | None:
     return f"{MIG_RESOURCE_PREFIX}{match.group(1)}g.{match.group(2)}gb" + ("+me" if match.group(3) else "")
 
 
-def share_label(devices: Mapping[str, float], replicas: int = 1, product: str | None = None) -> str | None:
-    """How ``devices`` (resource -> count) share a GPU, for a report line: ``"MIG 1g.5gb"``,
-    ``"shared 1/4"``; None for whole GPUs."""
+def sharing_of(devices: Mapping[str, float], replicas: int = 1, product: str | None = None) -> str | None:
+    """The sharing of ``devices`` (resource -> count): how they share a GPU, as a price line shows
+    it (``"MIG 1g.5gb"``, ``"shared 1/4"``); None for whole GPUs."""
     shown = []
     single_mig = mig_profile(product) if product and "-MIG-" in product.upper() else None
     for resource in sorted(devices):

@@ -1,9 +1,9 @@
 """Which idle GPUs to free so that a pending Workload can be admitted. Pure.
 
-When a Workload waits for GPUs of a family (H100) that idle consumers hold, one proposal that
+When a Workload waits for GPUs of a family (H100) that idle consumers request, one proposal that
 frees enough of them is worth more than a list: "approve these 2 notebooks (8 idle H100) and
 training/train-llm (asks 8 H100) can be admitted". :func:`plan_freeing` picks, among the idle
-findings of that family that have an open proposal with an action, the fewest that together hold
+findings of that family that have an open proposal with an action, the fewest that together request
 at least what the Workload asks for: the largest first (fewest approvals), cheapest dollars
 left idle as the tie-break. No plan when all of them together are not enough: half a freeing
 admits nothing.

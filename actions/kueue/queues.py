@@ -3,7 +3,7 @@
 Pure: :func:`queue_report` takes a ``ClusterSnapshot``, the idle sweep's findings, the teams and an
 explicit ``now`` and returns, per LocalQueue and per ClusterQueue, the pending and admitted
 Workloads, the age of the oldest pending one and what it asks for. For each pending Workload it
-lists the idle GPUs of the same family held by other teams, so a message can say "training waits
+lists the idle GPUs of the same family other teams' pods request, so a message can say "training waits
 3h for 8 H100; research holds 1 idle H100 in notebooks (request #12 awaits approval)".
 
 Where each answer comes from (kueue v0.19.2 apis/kueue/v1beta2):
@@ -68,7 +68,7 @@ class PendingWorkload:
 
 @dataclass(frozen=True)
 class IdleElsewhere:
-    """Idle GPUs of one family held by one other team, from the idle sweep's findings.
+    """Idle GPUs of one family that one other team's pods request, from the idle sweep's findings.
 
     ``gpus`` counts GPUs; ``usd_per_hour`` is what they cost together (USD per hour);
     ``where`` names the kinds of consumer (``"notebooks"``, ``"services"``, ``"jobs"``); ``request_ids``
@@ -130,7 +130,7 @@ class ClusterQueueState(_QueueTotals):
 @dataclass(frozen=True)
 class QueueReport:
     """The queues at ``at``; ``idle_elsewhere`` maps a pending Workload's uid to the idle GPUs of
-    its family held by other teams, most GPUs first."""
+    its family other teams' pods request, most GPUs first."""
 
     at: datetime
     local_queues: tuple[LocalQueueState, ...]
@@ -175,7 +175,7 @@ def _live(workloads: Iterable[Workload]) -> list[Workload]:
 def idle_by_family(
     findings: Sequence[Finding], open_requests: Mapping[str, int] | None = None
 ) -> dict[str, dict[str, IdleElsewhere]]:
-    """GPU family -> team -> the idle GPUs that team holds, from the sweep's ``findings``.
+    """GPU family -> team -> the idle GPUs that team's pods request, from the sweep's ``findings``.
 
     ``open_requests`` maps a finding's ``key`` to its open ActionRequest id. Findings whose GPU
     model has no known family are left out.

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import Callable, Sequence
 
-from actions.cost.gc_pause import collector_paused
+from actions.cost.gc_pause import gc_paused
 from actions.ledger.plan import PeriodPlan, plan_period, plan_warnings
 from actions.ledger.rows import merge_usage, price_groups, rows_from_usage, usage_from_rows
 from actions.model.ledger import EMPTY, FILLED, PARTIAL
@@ -140,7 +140,7 @@ class LedgerUsage:
         start, end = start.astimezone(timezone.utc), end.astimezone(timezone.utc)
         plan = self.plan(start, end)
         self.last_plan = plan
-        with collector_paused():
+        with gc_paused():
             rows = self.ledger.key_sums(self.cluster, plan.ledger, namespaces)
             parts = [
                 usage_from_rows(
@@ -154,7 +154,7 @@ class LedgerUsage:
         usage = merge_usage(parts, start, end)
         # The daily split last: summed per price group of the merged usage, the live hours'
         # node labels included, so each row is priced as its own node would be.
-        with collector_paused():
+        with gc_paused():
             days = self.ledger.daily_sums(self.cluster, plan.ledger, namespaces, price_groups(usage))
             usage = replace(usage, daily=tuple(d for d in days if d.gpu_hours > 0) + usage.daily)
         return replace(usage, warnings=plan_warnings(plan) + usage.warnings)

@@ -5,13 +5,14 @@ A report from the ledger is the same computation as one from Prometheus: the row
 in a period are summed into the :class:`~actions.model.usage.UsageData` the cost engine prices
 (:func:`actions.cost.engine.compute_cost_report`), with today's prices, so both paths agree to the cent
 on the same history. What a row keeps of a pod is what the report shows of it: its namespace and
-its workload owner (``kind``/``name``/LocalQueue as :func:`actions.cost.engine.consumer_of` names it),
+its consumer (``kind``/``name``/LocalQueue as :func:`actions.cost.engine.consumer_of` names it),
 on one node, with the node's pricing facts (instance type, capacity type, GPU product, node pool)
 as ``kube_node_labels`` gave them that hour.
 
-Two kinds of rows (``measure``): ``held``, GPU-hours pods held (idle part included), and
-``capacity``, the GPU-hours a node had whether requested or not; a node's unrequested GPU-hours
-are its capacity minus what its pods held. GPU-hours are physical-GPU equivalents.
+Two kinds of rows (``measure``): :data:`~actions.model.ledger.REQUESTED` (stored as ``held``),
+GPU-hours pods requested (idle part included), and ``capacity``, the GPU-hours a node had whether
+requested or not; a node's unrequested GPU-hours are its capacity minus what its pods requested.
+GPU-hours are physical-GPU equivalents.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Iterable, Mapping, Sequence
 
 from actions.cost.engine import KUEUE_LOCAL_QUEUE_POD_LABEL, consumer_of
 from actions.model.kube import CapacityType
-from actions.model.ledger import CAPACITY, HELD, LedgerRow
+from actions.model.ledger import CAPACITY, REQUESTED, LedgerRow
 from actions.model.times import floor_hour
 from actions.model.usage import DailyUsage, NodeInfo, PodOwner, PodUsage, UsageData
 from actions.pricing.book import PriceBook, PriceNotFound
@@ -31,7 +32,7 @@ from actions.pricing.book import PriceBook, PriceNotFound
 
 def owner_for(namespace: str, pod: str, kind: str, name: str, queue: str | None) -> PodOwner:
     """A :class:`~actions.model.usage.PodOwner` that :func:`~actions.cost.engine.consumer_of` reads back as
-    ``(kind, name, queue)``: how a ledger row's owner becomes a pod of the cost engine again."""
+    ``(kind, name, queue)``: how a ledger row's consumer becomes a pod of the cost engine again."""
     labels: dict[str, str] = {}
     if kind == "Notebook":
         labels["notebook-name"] = name
@@ -56,14 +57,14 @@ def rows_from_usage(
 ) -> list[LedgerRow]:
     """The ledger rows of one hour's ``usage`` (``usage.start`` = ``hour``, one hour long, as
     :class:`~actions.sources.prometheus.usage.PrometheusUsage` reads it): pods summed per
-    (namespace, owner, node, GPU model, flavor), and each node's capacity. ``prices`` (optional)
+    (namespace, consumer, node, GPU model, sharing), and each node's capacity. ``prices`` (optional)
     records the price in force. Raises ValueError when ``hour`` is not the start of an hour."""
     if hour != floor_hour(hour):
         raise ValueError(f"{hour.isoformat()} is not the start of an hour; e.g. 2026-11-20T06:00:00Z")
-    held: dict[tuple, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    requested: dict[tuple, list[float]] = defaultdict(lambda: [0.0, 0.0])
     for p in usage.pods:
         kind, name, queue = consumer_of(usage.owners.get((p.namespace, p.pod)), p.namespace, p.pod)
-        acc = held[(p.namespace, kind, name, queue, p.node, p.gpu_model, p.flavor)]
+        acc = requested[(p.namespace, kind, name, queue, p.node, p.gpu_model, p.sharing)]
         acc[0] += p.gpu_hours
         acc[1] += min(p.idle_gpu_hours, p.gpu_hours)
 
@@ -85,9 +86,9 @@ def rows_from_usage(
 
     hour = floor_hour(hour)
     rows = [
-        LedgerRow(hour, cluster, HELD, ns, kind, name, node, hours, idle, queue, team(ns), model, flavor,
+        LedgerRow(hour, cluster, REQUESTED, ns, kind, name, node, hours, idle, queue, team(ns), model, sharing,
                   **node_facts(node, model))
-        for (ns, kind, name, queue, node, model, flavor), (hours, idle) in sorted(held.items(), key=_key)
+        for (ns, kind, name, queue, node, model, sharing), (hours, idle) in sorted(requested.items(), key=_key)
     ]
     rows += [
         LedgerRow(hour, cluster, CAPACITY, "", "", "", node, hours, **node_facts(node, None))
@@ -130,17 +131,17 @@ def usage_from_rows(
         if r.namespace not in teams or teams[r.namespace][0] < r.hour:
             teams[r.namespace] = (r.hour, r.namespace_team)
         # A pod name cannot hold "/", so these never meet a real pod's name.
-        pod = f"{r.owner_kind}/{r.owner_name}/{r.queue or ''}"
+        pod = f"{r.consumer_kind}/{r.consumer_name}/{r.queue or ''}"
         if (r.namespace, pod) not in owners:
-            owners[(r.namespace, pod)] = owner_for(r.namespace, pod, r.owner_kind, r.owner_name, r.queue)
-        acc = pods.setdefault((r.namespace, pod, r.node, r.gpu_model, r.flavor), [0.0, 0.0])
+            owners[(r.namespace, pod)] = owner_for(r.namespace, pod, r.consumer_kind, r.consumer_name, r.queue)
+        acc = pods.setdefault((r.namespace, pod, r.node, r.gpu_model, r.sharing), [0.0, 0.0])
         acc[0] += r.gpu_hours
         acc[1] += r.idle_gpu_hours
     # As a report from Prometheus orders them (by namespace, pod, node): the first pod on a node
     # to name its GPU model names it for the node's daily rows.
     pod_rows = tuple(
-        PodUsage(ns, pod, node, hours, idle, model, flavor)
-        for (ns, pod, node, model, flavor), (hours, idle) in sorted(pods.items(), key=lambda kv: kv[0][:3])
+        PodUsage(ns, pod, node, hours, idle, model, sharing)
+        for (ns, pod, node, model, sharing), (hours, idle) in sorted(pods.items(), key=lambda kv: kv[0][:3])
     )
     nodes = {
         n: NodeInfo(n, instance_type=r.instance_type, gpu_model=r.gpu_product, replicas=r.replicas,

@@ -42,12 +42,12 @@ class TeamHistory:
 
 @dataclass(frozen=True)
 class ReservedHistory:
-    """Reserved GPUs of one model: how many (``gpus``) and ``idle_ratio`` (ratio 0-1) of their
+    """Reserved GPUs of one model: how many (``gpus``) and ``idle_share`` (ratio 0-1) of their
     hourly marks idle."""
 
     model_name: str
     gpus: float
-    idle_ratio: float
+    idle_share: float
 
 
 @dataclass(frozen=True)

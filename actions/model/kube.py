@@ -170,7 +170,7 @@ class Node:
         return max(counted, labelled)
 
     def equivalents(self, devices: Mapping[str, float]) -> float:
-        """Physical-GPU equivalents of ``devices`` (resource -> count) held on this node."""
+        """Physical-GPU equivalents of ``devices`` (resource -> count) requested on this node."""
         return gpu_equivalents(devices, self.gpu_family, self.gpu_replicas, self.gpu_product)
 
     def mig_profile(self) -> str | None:

@@ -1,5 +1,5 @@
 """GPU usage over a period as a usage source hands it to the cost engine: per pod and node
-(GPU-steps allocated and idle), per day, the nodes' pricing facts and the pods' owners
+(GPU-steps requested and idle), per day, the nodes' pricing facts and the pods' owners
 (:class:`UsageData`). Aggregated server-side (:mod:`actions.sources.prometheus.usage`) or summed
 from the ledger (:mod:`actions.ledger.rows`). Plain data, no I/O.
 
@@ -28,9 +28,9 @@ NODE_FROM_API = "kubernetes-api"
 class PodUsage:
     """One pod's GPU use on one node over the period.
 
-    ``gpu_hours`` are allocated GPU-hours (physical-GPU equivalents); ``idle_gpu_hours`` the idle
+    ``gpu_hours`` are requested GPU-hours (physical-GPU equivalents); ``idle_gpu_hours`` the idle
     part of them (see the module docstring); ``gpu_model`` the DCGM ``modelName`` when telemetry
-    named one; ``flavor`` how the GPU was shared when it was (``"MIG 1g.5gb"``, ``"shared 1/4"``).
+    named one; ``sharing`` how the GPU was shared when it was (``"MIG 1g.5gb"``, ``"shared 1/4"``).
     """
 
     namespace: str
@@ -39,7 +39,7 @@ class PodUsage:
     gpu_hours: float
     idle_gpu_hours: float = 0.0
     gpu_model: str | None = None
-    flavor: str | None = None
+    sharing: str | None = None
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The usage ledger's tables and their reads and writes (SQLAlchemy core, on the Store's engine).
 
-- ``usage_hour``: one row per hour, cluster, measure (``held``/``capacity``), namespace, workload
-  owner, node, GPU model and flavor (:class:`actions.model.ledger.LedgerRow`), with the node's pricing
+- ``usage_hour``: one row per hour, cluster, measure (``held``/``capacity``), namespace, consumer,
+  node, GPU model and sharing (:class:`actions.model.ledger.LedgerRow`), with the node's pricing
   facts and the price in force when written. Indexed for the report's access paths: by
   (cluster, hour) for a period, and by (cluster, namespace, hour) for one team's namespaces.
 - ``usage_day``: the same rows summed per UTC day as the hours are written (in the same
@@ -25,7 +25,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 import sqlalchemy as sa
 
-from actions.model.ledger import HOUR_STATUSES, LedgerRow
+from actions.model.ledger import HOUR_STATUSES, REQUESTED, LedgerRow
 from actions.model.usage import DailyUsage
 from actions.store.database import Store
 from actions.store.schema import UTCDateTime, metadata
@@ -72,13 +72,18 @@ usage_hour_filled = sa.Table(
     sa.CheckConstraint("status IN ('empty', 'filled', 'partial')", name="status"),
 )
 
+# LedgerRow fields whose usage_hour/usage_day column keeps its published name.
+_COLUMN_OF = {"consumer_kind": "owner_kind", "consumer_name": "owner_name", "sharing": "flavor"}
 _ROW_FIELDS = [f.name for f in fields(LedgerRow)]
+_ROW_COLUMNS = [_COLUMN_OF.get(f, f) for f in _ROW_FIELDS]
 # The key a period's sum is taken over: everything but the hour and the figures.
-_KEY = [c for c in _ROW_FIELDS if c not in ("hour", "gpu_hours", "idle_gpu_hours", "usd_per_gpu_hour", "price_source")]
+_FIGURES = ("hour", "gpu_hours", "idle_gpu_hours", "usd_per_gpu_hour", "price_source")
+_KEY_FIELDS = [f for f in _ROW_FIELDS if f not in _FIGURES]
+_KEY_COLUMNS = [_COLUMN_OF.get(f, f) for f in _KEY_FIELDS]
 
 # A period's sums in LedgerRow's field order: the latest hour, the key, the two GPU-hour sums.
-_SUM_FIELDS = [c for c in _ROW_FIELDS if c not in ("usd_per_gpu_hour", "price_source")]
-_HOURS, _IDLE = _SUM_FIELDS.index("gpu_hours"), _SUM_FIELDS.index("idle_gpu_hours")
+_SUM_COLUMNS = [c for c in _ROW_COLUMNS if c not in ("usd_per_gpu_hour", "price_source")]
+_HOURS, _IDLE = _SUM_COLUMNS.index("gpu_hours"), _SUM_COLUMNS.index("idle_gpu_hours")
 
 usage_day = sa.Table(
     "usage_day",
@@ -86,7 +91,7 @@ usage_day = sa.Table(
     sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True, autoincrement=True),
     sa.Column("day", sa.Date(), nullable=False),
     sa.Column("key_hash", sa.String(40), nullable=False),
-    *[sa.Column(c.name, c.type, nullable=c.nullable) for c in usage_hour.columns if c.name in _KEY],
+    *[sa.Column(c.name, c.type, nullable=c.nullable) for c in usage_hour.columns if c.name in _KEY_COLUMNS],
     sa.Column("last_hour", UTCDateTime(), nullable=False),
     sa.Column("hours", sa.Integer(), nullable=False),
     sa.Column("gpu_hours", sa.Float(), nullable=False),
@@ -108,9 +113,9 @@ def _insert(engine: sa.Engine, table: sa.Table = usage_hour_filled):
 
 
 def key_hash(row: LedgerRow) -> str:
-    """A stable digest of a row's key (:data:`_KEY`): the day table's unique key, since a unique
+    """A stable digest of a row's key (:data:`_KEY_FIELDS`): the day table's unique key, since a unique
     index over nullable columns would let NULLs differ."""
-    text = "\x1f".join("\x00" if getattr(row, k) is None else str(getattr(row, k)) for k in _KEY)
+    text = "\x1f".join("\x00" if getattr(row, k) is None else str(getattr(row, k)) for k in _KEY_FIELDS)
     return hashlib.sha1(text.encode()).hexdigest()
 
 
@@ -123,7 +128,8 @@ def day_rows(rows: Sequence[LedgerRow]) -> list[dict]:
             out[k]["gpu_hours"] += r.gpu_hours
             out[k]["idle_gpu_hours"] += r.idle_gpu_hours
             continue
-        out[k] = {"day": r.day, "key_hash": k, **{c: getattr(r, c) for c in _KEY}, "last_hour": r.hour, "hours": 1,
+        key = {c: getattr(r, f) for f, c in zip(_KEY_FIELDS, _KEY_COLUMNS)}
+        out[k] = {"day": r.day, "key_hash": k, **key, "last_hour": r.hour, "hours": 1,
                   "gpu_hours": r.gpu_hours, "idle_gpu_hours": r.idle_gpu_hours}
     return list(out.values())
 
@@ -171,7 +177,7 @@ class LedgerStore:
         with self.engine.begin() as connection:
             if connection.execute(claim).rowcount != 1:
                 return False
-            values = [{**{k: getattr(r, k) for k in _ROW_FIELDS}, "day": r.day} for r in rows]
+            values = [{**{c: getattr(r, f) for f, c in zip(_ROW_FIELDS, _ROW_COLUMNS)}, "day": r.day} for r in rows]
             for i in range(0, len(values), BATCH_ROWS):
                 connection.execute(usage_hour.insert(), values[i : i + BATCH_ROWS])
             days = day_rows(rows)
@@ -209,9 +215,9 @@ class LedgerStore:
     def rows(self, cluster: str, hour: datetime) -> list[LedgerRow]:
         """The rows written for ``cluster``'s hour starting at ``hour``, as written."""
         t = usage_hour
-        q = sa.select(*[t.c[k] for k in _ROW_FIELDS]).where(t.c.cluster == cluster, t.c.hour == hour)
+        q = sa.select(*[t.c[c] for c in _ROW_COLUMNS]).where(t.c.cluster == cluster, t.c.hour == hour)
         with self.engine.connect() as connection:
-            return [LedgerRow(**dict(r._mapping)) for r in connection.execute(q.order_by(t.c.id))]
+            return [LedgerRow(*r) for r in connection.execute(q.order_by(t.c.id))]
 
     def key_sums(
         self, cluster: str, ranges: Iterable[tuple[datetime, datetime]], namespaces: Sequence[str] | None = None
@@ -225,13 +231,13 @@ class LedgerStore:
             for t, where, last in self._spans(cluster, ranges, namespaces):
                 figures = {"hour": sa.func.max(last), "gpu_hours": sa.func.sum(t.c.gpu_hours),
                            "idle_gpu_hours": sa.func.sum(t.c.idle_gpu_hours)}
-                q = sa.select(*[figures[f] if f in figures else t.c[f] for f in _SUM_FIELDS]).where(*where)
+                q = sa.select(*[figures[f] if f in figures else t.c[f] for f in _SUM_COLUMNS]).where(*where)
                 # .all(): one fetchall, not a fetchone per row (a month of a large fleet is 100,000s of rows).
-                spans.append(connection.execute(q.group_by(*[t.c[k] for k in _KEY])).all())
+                spans.append(connection.execute(q.group_by(*[t.c[k] for k in _KEY_COLUMNS])).all())
         if len(spans) == 1:
             # Columns in LedgerRow's field order: each row is built positionally, no dict per row.
             return [LedgerRow(*r) for r in spans[0]]
-        at = [_SUM_FIELDS.index(k) for k in _KEY]
+        at = [_SUM_COLUMNS.index(k) for k in _KEY_COLUMNS]
         rows: dict[tuple, list] = {}
         for result in spans:
             for r in result:
@@ -247,7 +253,7 @@ class LedgerStore:
         self, cluster: str, ranges: Iterable[tuple[datetime, datetime]], namespaces: Sequence[str] | None = None,
         groups: Mapping[str, str] | None = None,
     ) -> list[DailyUsage]:
-        """The held GPU-hours of the hours in ``ranges`` per (UTC day, namespace, node), idle at
+        """The requested GPU-hours of the hours in ``ranges`` per (UTC day, namespace, node), idle at
         most the GPU-hours; ``namespaces`` narrows to those. With ``groups`` (node -> the node
         it is priced as, :func:`actions.ledger.rows.price_groups`) the nodes of a group are summed
         under their group's node in the database: a month of a large fleet is then a few
@@ -269,7 +275,7 @@ class LedgerStore:
                 q = (
                     sa.select(t.c.day, t.c.namespace, node, sa.func.sum(t.c.gpu_hours), sa.func.sum(t.c.idle_gpu_hours))
                     .select_from(joined)
-                    .where(*where, t.c.measure == "held")
+                    .where(*where, t.c.measure == REQUESTED)
                     .group_by(t.c.day, t.c.namespace, node)
                 )
                 for day, ns, n, hours, idle in connection.execute(q).all():

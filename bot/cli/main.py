@@ -250,6 +250,7 @@ def report(
     ),
 ) -> None:
     """GPU-hours and USD per team from the usage ledger or Prometheus history: the chargeback report and its chart."""
+    # The docstring is `report --help`, published CLI text: it keeps "chargeback" (the code says showback).
     from actions.cost.periods import PeriodError, parse_period
     from actions.cost.report import to_jsonable as report_jsonable
     from actions.cost.reporting import build_report

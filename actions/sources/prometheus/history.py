@@ -19,14 +19,14 @@ Per pod, over ``AdvicePolicy.window_seconds``:
 
 Per team and GPU model, over ``commitment_window_seconds`` at one-hour steps: the
 ``baseline_quantile``, the count of hours with any and the most of the GPUs whole (not MIG)
-that the team's pods held at the hour mark.
+that the team's pods requested at the hour mark.
 
 Per container of the pods with several GPU containers: the same ``busy`` figure over that
 container's GPUs alone (dcgm-exporter's ``container`` label), so a right-sizing can say which
 container keeps how many.
 
 Reserved GPUs (the nodes named): per GPU model, how many and the share of their hourly marks
-over the commitment window at which their activity was at or under ``busy_engine_pct``, held by
+over the commitment window at which their activity was at or under ``busy_engine_pct``, requested by
 a pod or not.
 """
 
@@ -47,7 +47,8 @@ STEP_SECONDS = 300
 CONSUMERS_PER_QUERY = 20
 POD_QUERIES = ("peak_fb", "peak_engine", "mean_power", "gpu_hours", "busy")
 TEAM_QUERIES = ("baseline", "hours_in_use", "peak")
-RESERVED_QUERIES = ("idle_ratio", "gpus")
+IDLE_SHARE_QUERY = "idle_ratio"  # the query's published name: Prometheus errors name it
+RESERVED_QUERIES = (IDLE_SHARE_QUERY, "gpus")
 SIGNAL = "engine_signal"
 
 
@@ -143,16 +144,16 @@ def container_busy_query(policy: AdvicePolicy, pods: Sequence[tuple[str, str]]) 
 
 def team_queries(policy: AdvicePolicy, teams: Mapping[str, Sequence[str]]) -> dict[str, str]:
     """The per-team PromQL (team -> its namespaces), by name, each series labelled ``team`` and
-    ``modelName``: whole GPUs (not MIG instances) the team's pods held at each hour mark over the
+    ``modelName``: whole GPUs (not MIG instances) the team's pods requested at each hour mark over the
     commitment window, reduced by quantile, count and max. At each mark the GPUs are counted per
     namespace under every label convention, renamed to one and mapped to their team. Pure."""
     w = duration(policy.commitment_window_seconds)
-    held = (
+    requested = (
         # Every convention's GPU identity, so GPUs are told apart whichever labels carry it.
         f"max by (UUID, uuid, gpu, Hostname, hostname, modelName, {_NAMESPACE_KEYS}) "
         f'({{__name__=~"{GPU_UTIL}|{ENGINE_ACTIVE}", GPU_I_ID=""}})'
     )
-    per_namespace = pod_labels(f"count by (modelName, {_NAMESPACE_KEYS}) ({held})")
+    per_namespace = pod_labels(f"count by (modelName, {_NAMESPACE_KEYS}) ({requested})")
     in_use = f"sum by (team, modelName) ({_mapped(per_namespace, teams, 'namespace', 'team')})"
     series = f"({in_use})[{w}:1h]"
     return {
@@ -163,7 +164,7 @@ def team_queries(policy: AdvicePolicy, teams: Mapping[str, Sequence[str]]) -> di
 
 
 def reserved_queries(policy: AdvicePolicy, nodes: Sequence[str]) -> dict[str, str]:
-    """PromQL per GPU model (label ``modelName``) of the GPUs on ``nodes``: ``idle_ratio``, the
+    """PromQL per GPU model (label ``modelName``) of the GPUs on ``nodes``: :data:`IDLE_SHARE_QUERY`, the
     mean over GPUs of the share of hourly marks with activity at or under ``busy_engine_pct``,
     and ``gpus``, how many there are now. Pure."""
     w, thr = duration(policy.commitment_window_seconds), number(policy.busy_engine_pct)
@@ -173,7 +174,7 @@ def reserved_queries(policy: AdvicePolicy, nodes: Sequence[str]) -> dict[str, st
         f" or max by (UUID, Hostname, modelName) ({GPU_UTIL}{{Hostname=~{hosts}}} or {GPU_UTIL}{{hostname=~{hosts}}}))"
     )
     return {
-        "idle_ratio": f"avg by (modelName) (avg_over_time(({per_gpu} <= bool {thr})[{w}:1h]))",
+        IDLE_SHARE_QUERY: f"avg by (modelName) (avg_over_time(({per_gpu} <= bool {thr})[{w}:1h]))",
         "gpus": f"count by (modelName) (last_over_time({per_gpu}[1h:5m]))",
     }
 
@@ -244,7 +245,7 @@ def _pods(rows: Mapping[str, list]) -> tuple[PodHistory, ...]:
         for row in result:
             m = row["metric"]
             if not m.get("pod"):
-                continue  # a GPU no pod holds
+                continue  # a GPU no pod requests
             entry = found.setdefault((m.get("namespace", ""), m["pod"]), {})
             entry[name] = _value(row)
             if name == "peak_fb":
@@ -277,6 +278,6 @@ def _reserved(rows: Mapping[str, list]) -> tuple[ReservedHistory, ...]:
         for row in result:
             found.setdefault(row["metric"].get("modelName", ""), {})[name] = _value(row)
     return tuple(
-        ReservedHistory(model, e.get("gpus", 0.0), e.get("idle_ratio", 0.0))
-        for model, e in sorted(found.items()) if "idle_ratio" in e
+        ReservedHistory(model, e.get("gpus", 0.0), e.get(IDLE_SHARE_QUERY, 0.0))
+        for model, e in sorted(found.items()) if IDLE_SHARE_QUERY in e
     )

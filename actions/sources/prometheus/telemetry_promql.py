@@ -37,7 +37,7 @@ POWER_LIMITS = ("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "DCGM_FI_DEV_POWER_MGMT_LIMI
 def window_queries(policy: Policy) -> dict[str, str]:
     """The PromQL texts of the figures over ``policy.window_seconds``, by name, each an instant
     query giving one sample per (GPU, namespace, pod) grouped by ``GROUP_LABELS`` (namespace/pod
-    empty for a GPU no pod holds).
+    empty for a GPU no pod requests).
 
     - ``peak_engine``: max activity over the window in percent 0-100, label ``engine_signal``
       naming the DCGM field used (ENGINE_ACTIVE preferred, ratio scaled x100).

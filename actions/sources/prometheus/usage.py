@@ -5,10 +5,10 @@ Reads kube-state-metrics (``kube_pod_container_resource_requests`` and
 ``kube_pod_status_phase``, ``kube_pod_owner``, ``kube_pod_labels``, ``kube_node_labels``, ``kube_namespace_labels``) and dcgm-exporter (engine activity) from the
 history Prometheus already keeps, so the first report after installation covers the past.
 
-Resolution: everything is sampled by subqueries at ``step_seconds`` (300 s default). A pod holds
-its requested GPUs during a step when, at the step's end, its request series is visible, it is
-bound to a node (``kube_pod_info{node!=""}``) and its phase is Pending or Running (a scheduled
-pod holds its devices while images pull). A held GPU is idle during the step when its peak
+Resolution: everything is sampled by subqueries at ``step_seconds`` (300 s default). A pod's
+GPUs count as requested during a step when, at the step's end, its request series is visible, it
+is bound to a node (``kube_pod_info{node!=""}``) and its phase is Pending or Running (a scheduled
+pod keeps its devices while images pull). A requested GPU is idle during the step when its peak
 activity within the step was at or under ``Policy.engine_idle_pct`` percent
 (``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` x100 where exported, else ``DCGM_FI_DEV_GPU_UTIL``; both
 dcgm-exporter pod label conventions). Steps count the interval ``(t - step, t]``, so adjacent
@@ -24,7 +24,7 @@ their StatefulSets and Kueue Workloads as their Jobs.
 
 A report costs at most ``len(QUERY_NAMES) + len(PRESENCE_NAMES) + 6`` requests however many
 pods there are: one per name in ``QUERY_NAMES``, three that check the data is there
-(:func:`presence_queries`) plus, for the daily split (allocated and idle), one range query
+(:func:`presence_queries`) plus, for the daily split (requested and idle), one range query
 (``step=1d``) each over the whole days and one instant query each for a partial first and last
 day.
 """
@@ -43,7 +43,7 @@ from actions.hardware.gpus import (
     gpu_family,
     mig_fraction,
     resource_from_ksm,
-    share_label,
+    sharing_of,
 )
 from actions.model.kube import CapacityType
 from actions.model.times import HOUR, floor_hour
@@ -55,6 +55,7 @@ from actions.sources.prometheus.usage_promql import (
     CAPACITY_KEYS,
     NODE_LABELS,
     POD_LABELS,
+    REQUESTED_QUERY,
     daily_queries,
     ksm_label_name,
     presence_queries,
@@ -107,19 +108,19 @@ class _Devices:
         return (gpu_family(model) if model else None), (info.replicas if info else 1), product
 
     def equivalents(self, node: str, ksm_resource: str, count: float) -> tuple[float, str | None]:
-        """``(equivalents, share label)`` of ``count`` of a resource on ``node``; ``(0, None)``
+        """``(equivalents, sharing)`` of ``count`` of a resource on ``node``; ``(0, None)``
         for a resource that is not a GPU."""
         resource = resource_from_ksm(ksm_resource)
         if resource is None:
             return 0.0, None
         family, replicas, product = self._node(node)
         devices = {resource: count}
-        return gpu_equivalents(devices, family, replicas, product), share_label(devices, replicas, product)
+        return gpu_equivalents(devices, family, replicas, product), sharing_of(devices, replicas, product)
 
     def idle(self, host: str, profile: str, count: float) -> float:
         """Equivalents of ``count`` idle DCGM device-steps on ``host``: a MIG instance its
         profile's share; a GPU advertised as R replicas 1/R (dcgm-exporter gives a shared GPU's
-        series to one of the pods on it, so the share keeps idle within what one pod holds)."""
+        series to one of the pods on it, so the share keeps idle within what one pod requests)."""
         family, replicas, _ = self._node(host)
         if profile:
             return count * mig_fraction(profile, family)
@@ -160,22 +161,22 @@ def parse_usage(
             models[(ns, pod)] = m["modelName"]
 
     pods = []
-    alloc_by_pod: dict[tuple[str, str], dict[str, list]] = {}  # -> node -> [GPU-hours, share labels]
-    for s in results.get("allocated", []):
+    requested_by_pod: dict[tuple[str, str], dict[str, list]] = {}  # -> node -> [GPU-hours, sharings]
+    for s in results.get(REQUESTED_QUERY, []):
         m = s["metric"]
-        hours, share = devices.equivalents(m["node"], m.get("resource", "nvidia_com_gpu"), _value(s))
+        hours, sharing = devices.equivalents(m["node"], m.get("resource", "nvidia_com_gpu"), _value(s))
         if hours <= 0:
             continue
-        row = alloc_by_pod.setdefault((m["namespace"], m["pod"]), {}).setdefault(m["node"], [0.0, []])
+        row = requested_by_pod.setdefault((m["namespace"], m["pod"]), {}).setdefault(m["node"], [0.0, []])
         row[0] += hours * hours_per_step
-        if share:
-            row[1].append(share)
-    for (ns, pod), rows in alloc_by_pod.items():
+        if sharing:
+            row[1].append(sharing)
+    for (ns, pod), rows in requested_by_pod.items():
         total = sum(h for h, _ in rows.values())
         hosts = idle.get((ns, pod), {})
         # Idle GPU-steps whose Hostname names none of the pod's nodes are spread over them pro rata.
         unmatched = sum(v for host, v in hosts.items() if host not in rows)
-        for node, (hours, shares) in rows.items():
+        for node, (hours, sharings) in rows.items():
             pods.append(
                 PodUsage(
                     namespace=ns,
@@ -184,7 +185,7 @@ def parse_usage(
                     gpu_hours=hours,
                     idle_gpu_hours=min(hours, hosts.get(node, 0.0) + unmatched * hours / total),
                     gpu_model=models.get((ns, pod)),
-                    flavor=", ".join(dict.fromkeys(shares)) or None,
+                    sharing=", ".join(dict.fromkeys(sharings)) or None,
                 )
             )
     pods.sort(key=lambda p: (p.namespace, p.pod, p.node))
@@ -225,13 +226,13 @@ def parse_usage(
             if m.get("namespace"):
                 host = m.get("Hostname", "")
                 day_idle[(m["namespace"], host)] += devices.idle(host, m.get("GPU_I_PROFILE", ""), _value(s))
-        day_alloc: dict[tuple[str, str], float] = defaultdict(float)
-        for s in res.get("allocated", []):
+        day_requested: dict[tuple[str, str], float] = defaultdict(float)
+        for s in res.get(REQUESTED_QUERY, []):
             m = s["metric"]
-            day_alloc[(m["namespace"], m["node"])] += devices.equivalents(
+            day_requested[(m["namespace"], m["node"])] += devices.equivalents(
                 m["node"], m.get("resource", "nvidia_com_gpu"), _value(s)
             )[0]
-        for (ns, node), steps in sorted(day_alloc.items()):
+        for (ns, node), steps in sorted(day_requested.items()):
             if steps > 0:
                 hours = steps * hours_per_step
                 daily_rows.append(

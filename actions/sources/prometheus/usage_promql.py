@@ -1,4 +1,4 @@
-"""The PromQL of a cost report's usage over a period, aggregated server-side: GPUs allocated and
+"""The PromQL of a cost report's usage over a period, aggregated server-side: GPUs requested and
 idle per pod, node and step, node and pod labels, node capacity, and which sources the period has
 data from (kube-state-metrics, dcgm-exporter), with the warnings when one lacks.
 """
@@ -20,7 +20,8 @@ from actions.sources.prometheus.promql import activity_pct, duration, number
 GPU_REQUESTS = f'kube_pod_container_resource_requests{{resource=~"{KSM_GPU_RESOURCES}"}}'
 GPU_CAPACITY = f'kube_node_status_capacity{{resource=~"{KSM_GPU_RESOURCES}"}}'
 
-QUERY_NAMES = ("allocated", "idle", "nodes", "owners", "pod_labels", "namespace_labels", "capacity")
+REQUESTED_QUERY = "allocated"  # the query's published name: Prometheus errors name it
+QUERY_NAMES = (REQUESTED_QUERY, "idle", "nodes", "owners", "pod_labels", "namespace_labels", "capacity")
 
 # kube-state-metrics label names (sanitized, snake_case) -> the Kubernetes label they carry.
 NODE_LABELS = {
@@ -59,8 +60,8 @@ def ksm_label_name(key: str) -> str:
     return "label_" + snake.lower()
 
 
-def _allocated_per_step() -> str:
-    """GPU resources held per (namespace, pod, node, resource) at one evaluation instant."""
+def _requested_per_step() -> str:
+    """GPU resources requested per (namespace, pod, node, resource) at one evaluation instant."""
     return (
         # max per container first: a kube-state-metrics scraped twice (two jobs, HA replicas
         # without dedup) must not double the GPUs.
@@ -72,10 +73,10 @@ def _allocated_per_step() -> str:
 
 def _idle_per_step(policy: Policy, step_seconds: float) -> str:
     """1 per GPU whose peak activity in the step ending now is at or under the idle threshold,
-    0 when above; only for GPUs of pods holding them now."""
+    0 when above; only for GPUs of pods requesting them now."""
     window = duration(step_seconds - 0.001)
     activity = activity_pct(f"max_over_time({ENGINE_ACTIVE}[{window}])", f"max_over_time({GPU_UTIL}[{window}])")
-    return f"(({activity}) <= bool {number(policy.engine_idle_pct)}) and on (namespace, pod) ({_allocated_per_step()})"
+    return f"(({activity}) <= bool {number(policy.engine_idle_pct)}) and on (namespace, pod) ({_requested_per_step()})"
 
 
 def _steps(expr: str, range_seconds: float, step_seconds: float) -> str:
@@ -86,8 +87,8 @@ def _steps(expr: str, range_seconds: float, step_seconds: float) -> str:
 def usage_queries(policy: Policy, range_seconds: float, step_seconds: float = DEFAULT_STEP_SECONDS) -> dict[str, str]:
     """The instant queries of one report over the ``range_seconds`` ending at the evaluation time.
 
-    - ``allocated``: device-steps per (namespace, pod, node, resource), ``resource`` as
-      kube-state-metrics names it (``nvidia_com_mig_1g_5gb``);
+    - :data:`REQUESTED_QUERY`: requested device-steps per (namespace, pod, node, resource),
+      ``resource`` as kube-state-metrics names it (``nvidia_com_mig_1g_5gb``);
     - ``idle``: idle device-steps per (namespace, pod, Hostname, modelName, GPU_I_PROFILE), one
       device being a GPU or, under MIG, a GPU instance;
     - ``nodes``: each node's last ``kube_node_labels`` in the range;
@@ -103,8 +104,8 @@ def usage_queries(policy: Policy, range_seconds: float, step_seconds: float = DE
     rng = duration(range_seconds)
     gpu_pods = f"last_over_time({GPU_REQUESTS}[{rng}])"
     return {
-        "allocated": "sum by (namespace, pod, node, resource) "
-        f"({_steps(_allocated_per_step(), range_seconds, step_seconds)})",
+        REQUESTED_QUERY: "sum by (namespace, pod, node, resource) "
+        f"({_steps(_requested_per_step(), range_seconds, step_seconds)})",
         "idle": "sum by (namespace, pod, Hostname, modelName, GPU_I_PROFILE) "
         f"({_steps(_idle_per_step(policy, step_seconds), range_seconds, step_seconds)})",
         "nodes": f"last_over_time(kube_node_labels[{rng}])",
@@ -176,11 +177,11 @@ def presence_warnings(
 
 def daily_queries(policy: Policy, range_seconds: float, step_seconds: float = DEFAULT_STEP_SECONDS) -> dict[str, str]:
     """Device-steps per (namespace, node) over the ``range_seconds`` ending at the evaluation
-    time: ``allocated`` (per ``resource``) and ``idle`` (per ``Hostname``, dcgm-exporter's node
+    time: :data:`REQUESTED_QUERY` (requested, per ``resource``) and ``idle`` (per ``Hostname``, dcgm-exporter's node
     name, and ``GPU_I_PROFILE``). Pure."""
-    allocated = _steps(_allocated_per_step(), range_seconds, step_seconds)
+    requested = _steps(_requested_per_step(), range_seconds, step_seconds)
     idle = _steps(_idle_per_step(policy, step_seconds), range_seconds, step_seconds)
     return {
-        "allocated": f"sum by (namespace, node, resource) ({allocated})",
+        REQUESTED_QUERY: f"sum by (namespace, node, resource) ({requested})",
         "idle": f"sum by (namespace, Hostname, GPU_I_PROFILE) ({idle})",
     }

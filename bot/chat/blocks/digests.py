@@ -15,7 +15,7 @@ from typing import Iterable
 from zoneinfo import ZoneInfo
 
 from actions.cost.fleet import FleetReport
-from actions.cost.report import EFFICIENCY_TARGET, CostReport, FlavorLine, TeamReport
+from actions.cost.report import EFFICIENCY_TARGET, CostReport, PriceLine, TeamReport
 from bot.chat.blocks import SECTION_CHARS, context, header, plain, section, usd
 from bot.runtime.chat import Message
 
@@ -70,13 +70,13 @@ def _sections(title: str, lines: list[str], max_sections: int) -> list[dict]:
     return blocks
 
 
-def _flavor_line(f: FlavorLine) -> str:
+def _price_line(f: PriceLine) -> str:
     what = plain(f"{f.gpu_model} {f.capacity_type}" + (f" ({f.instance_type})" if f.instance_type else ""))
     idle = f", idle {usd(f.idle_cost_usd)}" if f.idle_gpu_hours else ""
     return f"• {what}: {_hours(f.gpu_hours)} GPU-hours × {usd(f.usd_per_gpu_hour)} = {usd(f.cost_usd)}{idle}"
 
 
-def _price_line(f: FlavorLine) -> str:
+def _price_source_line(f: PriceLine) -> str:
     as_of = f", as of {plain(f.price_as_of)}" if f.price_as_of else ""
     where = f" ({plain(f.instance_type)})" if f.instance_type else ""
     return (
@@ -124,9 +124,9 @@ def team_digest_message(report: TeamReport, tz: str, period_days: int) -> Messag
             for c in report.top_consumers
         ]
         blocks += _sections("Top consumers", lines, 2)
-    if report.by_flavor:
-        blocks += _sections("By GPU and capacity type", [_flavor_line(f) for f in report.by_flavor], 2)
-        blocks += _sections("Where the prices come from", _unique(_price_line(f) for f in report.by_flavor), 2)
+    if report.price_lines:
+        blocks += _sections("By GPU and capacity type", [_price_line(f) for f in report.price_lines], 2)
+        blocks += _sections("Where the prices come from", _unique(_price_source_line(f) for f in report.price_lines), 2)
     room = MAX_BLOCKS - len(blocks)
     blocks += [context(plain(n)) for n in report.notes[: max(room, 0)]]
     text = (
@@ -168,7 +168,7 @@ def admin_summary_message(report: CostReport, tz: str, period_days: int) -> Mess
             for t in teams
         ]
         blocks += _sections("By team", lines, 6)
-        prices = _unique(_price_line(f) for t in teams for f in t.by_flavor)
+        prices = _unique(_price_source_line(f) for t in teams for f in t.price_lines)
         if prices:
             blocks += _sections("Where the prices come from", prices, 3)
     notes = list(report.notes) + [f"{t.team}: {n}" for t in teams for n in t.notes]

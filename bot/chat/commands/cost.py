@@ -1,4 +1,4 @@
-"""``/gpu cost [team] [period] [--cluster NAME]``: GPU-hours and USD per team, in the chargeback
+"""``/gpu cost [team] [period] [--cluster NAME]``: GPU-hours and USD per team, in the showback
 layout.
 
 Without a team: one table of every team. A bot of several clusters reports the fleet, with a
@@ -29,7 +29,7 @@ SUMMARY = "GPU-hours and cost per team (idle share, efficiency, spot ratio, top 
 EXAMPLE = "/gpu cost research 30d"
 CLUSTER_EXAMPLE = "/gpu cost 30d --cluster gpu-west"
 DEFAULT_PERIOD = "30d"
-MAX_FLAVOR_LINES = 12  # keeps a section under Slack's 3000 characters
+MAX_PRICE_LINES = 12  # keeps a section under Slack's 3000 characters
 
 
 def _pct(ratio: float | None) -> str:
@@ -52,22 +52,22 @@ def team_message(
     r: TeamReport, notes: tuple[str, ...] = (), spot_ratio_target: float | None = None, where: str = "",
     by_cluster: str | None = None,
 ) -> Message:
-    """A team's report as Block Kit, laid out like a monthly chargeback: GPU-hours by GPU model
+    """A team's report as Block Kit, laid out like a monthly showback: GPU-hours by GPU model
     and capacity type with their prices, idle GPU-hours and their cost, efficiency against the
     80% target, spot ratio (against ``spot_ratio_target``, ratio 0-1, when given), top consumers
     with their idle share; the price sources and ``notes`` in context blocks. ``where`` ends the
     title (``", all clusters"``); ``by_cluster`` (:func:`team_clusters_line`) follows the total."""
     title = f"GPU cost: {r.team}{where}"
     lines = [f"*GPU-hours consumed: {_hours(r.gpu_hours)}*"]
-    for f in r.by_flavor[:MAX_FLAVOR_LINES]:
+    for f in r.price_lines[:MAX_PRICE_LINES]:
         lines.append(
             f"• {blocks.plain(f.gpu_model)} {f.capacity_type} {_hours(f.gpu_hours)} × "
             f"{blocks.usd(f.usd_per_gpu_hour)} = "
             f"{blocks.usd(f.cost_usd)}"
         )
-    hidden = len(r.by_flavor) - MAX_FLAVOR_LINES
+    hidden = len(r.price_lines) - MAX_PRICE_LINES
     if hidden > 0:
-        lines.append(f"• … and {hidden} more lines, {blocks.usd(sum(f.cost_usd for f in r.by_flavor[MAX_FLAVOR_LINES:]))}")
+        lines.append(f"• … and {hidden} more lines, {blocks.usd(sum(f.cost_usd for f in r.price_lines[MAX_PRICE_LINES:]))}")
     lines.append(f"*Total: {blocks.usd(r.cost_usd)}*")
     if by_cluster:
         lines.append(by_cluster)
@@ -97,7 +97,7 @@ def team_message(
             f"{f.gpu_model} {f.capacity_type} {blocks.usd(f.usd_per_gpu_hour)}/GPU-hour: {f.price_source}"
             + (f", as of {f.price_as_of}" if f.price_as_of else "")
         )
-        for f in r.by_flavor
+        for f in r.price_lines
     })
     ctx = (["Prices: " + "; ".join(sources)] if sources else []) + [blocks.plain(n) for n in (*r.notes, *notes)]
     if ctx:
