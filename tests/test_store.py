@@ -34,6 +34,7 @@ from actions.store import (
     metadata,
 )
 from tests.databases import *  # noqa: F403
+from tests.processes import python_env
 
 T0 = datetime(2026, 11, 23, 9, 0, tzinfo=timezone.utc)
 
@@ -143,6 +144,7 @@ def test_replicas_migrating_at_once_all_succeed(postgres_url: str) -> None:
         subprocess.Popen(
             [sys.executable, "-c", _MIGRATE_AT, postgres_url, str(start_at)],
             cwd=root,
+            env=python_env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
