@@ -10,7 +10,6 @@ that answer as a broken Prometheus would (503, HTML, slow).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -26,6 +25,7 @@ from typer.testing import CliRunner
 from bot.cli.main import app
 from tests.databases import *  # noqa: F403
 from tests.fakes.kube_api import FakeKubeApi
+from tests.processes import python_env
 from tests.prometheus_server import fleet_prometheus, free_port  # noqa: F401
 from tests.test_approvals import DEMO
 from tests.test_scheduler import write_kubeconfig
@@ -395,7 +395,7 @@ def test_console_run_without_a_kubeconfig_posts_to_the_console_and_lets_the_user
         f"database_url: sqlite:///{tmp_path / 'bot.db'}\ndry_run: false\n"
         "teams:\n  - {name: research, namespaces: [ml-research], approvers: [U0ALICE]}\n"
     )
-    env = {**os.environ, **no_kubeconfig(tmp_path), "PYTHONPATH": str(ROOT)}
+    env = python_env(no_kubeconfig(tmp_path))
     proc = subprocess.Popen(
         [sys.executable, "-m", "bot.cli", "run", "--chat", "console", "--config", str(config),
          "--cluster-state", CLUSTER, "--telemetry", TELEMETRY, "--user", "U0ALICE"],

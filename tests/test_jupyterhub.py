@@ -141,16 +141,38 @@ class Hub:
         self.log.close()
 
 
-@pytest.fixture
-def hub(tmp_path):
-    h = Hub(tmp_path, ["servers"])
+@pytest.fixture(scope="module")
+def hub_process(tmp_path_factory):
+    """The module's Hub: one process for its tests (each starts in the state ``hub`` sets)."""
+    h = Hub(tmp_path_factory.mktemp("hub"), ["servers"])
     try:
-        status, _ = h.call("POST", f"/users/{USER}/servers/{SERVER}", OPTIONS)
-        assert status in (201, 202), status
-        wait_for(lambda: (h.server() or {}).get("ready"), "alice's server gpu to be ready", timeout=60)
         yield h
     finally:
         h.stop()
+
+
+@pytest.fixture
+def hub(hub_process):
+    """The Hub with alice's named server gpu running and ready, started with OPTIONS, and her
+    default server not running: as a fresh Hub that just started the one server."""
+    h = hub_process
+    _, user = h.call("GET", f"/users/{USER}")
+    servers = user.get("servers") or {}
+    if "" in servers:
+        status, _ = h.call("DELETE", f"/users/{USER}/server")
+        assert status in (202, 204), status
+        wait_for(lambda: "" not in (h.call("GET", f"/users/{USER}")[1].get("servers") or {}), "the default server to stop")
+    gpu = servers.get(SERVER)
+    if gpu is not None and gpu.get("user_options") != OPTIONS:
+        status, _ = h.call("DELETE", f"/users/{USER}/servers/{SERVER}")
+        assert status in (202, 204), status
+        wait_for(lambda: h.server() is None, "alice's server gpu to stop")
+        gpu = None
+    if gpu is None:
+        status, _ = h.call("POST", f"/users/{USER}/servers/{SERVER}", OPTIONS)
+        assert status in (201, 202), status
+    wait_for(lambda: (h.server() or {}).get("ready"), "alice's server gpu to be ready", timeout=60)
+    return h
 
 
 def test_an_idle_named_server_is_stopped_and_started_again_through_the_hub(hub, sqlite_url):  # noqa: F811

@@ -6,6 +6,7 @@ period the ledger does not cover; retention."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import re
 import uuid
@@ -142,10 +143,20 @@ def _rollup(store: Store, url: str, cluster: str = CLUSTER) -> LedgerRollup:
 
 @pytest.fixture(scope="module")
 def sqlite_ledger(usage_prometheus, tmp_path_factory) -> Iterator[Store]:  # noqa: F811
-    """A SQLite store whose ledger the backfill filled from 31 days before END up to END."""
+    """A SQLite store whose ledger the backfill filled from 31 days before END up to END.
+
+    Two backfills at once, each with its own client (744 hours of a dozen queries each: one
+    backfill waits on Prometheus about half the time): the first 16 days, as the backfill's
+    ``limit``, and the last 15. Each UTC day is written by one of them, hour after hour, as by
+    one backfill, so the ledger, its daily sums included, is the one backfill's."""
     store = Store(f"sqlite:///{tmp_path_factory.mktemp('ledger') / 'bot.db'}")
     store.migrate()
-    rolled = _rollup(store, usage_prometheus).backfill(FILL_FROM, END, POLICY)
+    split = FILL_FROM + timedelta(days=16)
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        early = pool.submit(_rollup(store, usage_prometheus).backfill, FILL_FROM, END, POLICY, limit=16 * 24)
+        late = pool.submit(_rollup(store, usage_prometheus).backfill, split, END, POLICY)
+        rolled = early.result() + late.result()
+    assert [r.hour for r in rolled] == hours_between(FILL_FROM, END)
     assert len(rolled) == 31 * 24 and {r.status for r in rolled} == {FILLED}
     yield store
     store.close()

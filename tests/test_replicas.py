@@ -10,7 +10,6 @@ run that fell due during the failover runs once, on the new leader, and no run e
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from bot.service.leader import JITTER
 from bot.settings import Settings
 from tests.databases import *  # noqa: F403
 from tests.fakes.kube_api import FakeKubeApi
+from tests.processes import python_env
 from tests.test_scheduler import runtime, write_kubeconfig
 from tests.waiting import wait_for
 
@@ -80,11 +80,10 @@ def replica_main() -> None:
 
 
 def _spawn(identity: str, database_url: str, kubeconfig: Path, log: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     return subprocess.Popen(
         [sys.executable, "-c", "from tests.test_replicas import replica_main; replica_main()",
          database_url, str(kubeconfig), identity],
-        cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
+        cwd=ROOT, env=python_env(), stdout=log.open("wb"), stderr=subprocess.STDOUT,
     )
 
 

@@ -1,6 +1,9 @@
 """The scheduled jobs on real databases (SQLite and PostgreSQL): runs claimed once by their fire time,
 the schedule kept in the job store across restarts so a missed run runs once, and the scheduler
-gated by leader election against the wire-level fake Kubernetes API."""
+gated by leader election against the wire-level fake Kubernetes API.
+
+Where runs fall due over time, the scheduler reads a :class:`SteppedClock` the test moves (as the
+bot's scheduler reads the clock it is given), so no test waits for an interval to pass."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import io
 import threading
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Callable
 
 import pytest
 import yaml
@@ -16,7 +20,8 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from bot.jobs.scheduler import JOBSTORE_TABLE, JobBinding, ScheduledJob, run_scheduled
+from actions.model.times import utc_now
+from bot.jobs.scheduler import JOBSTORE_TABLE, BackgroundJobs, JobBinding, ScheduledJob, run_scheduled
 from bot.runtime.runtime import Runtime
 from bot.settings import Settings
 from bot.wiring.jobs import background_for, scheduled_jobs
@@ -27,6 +32,8 @@ from tests.waiting import wait_for
 
 DEMO = Path(__file__).resolve().parent.parent / "bot" / "demo_data"
 UTC = timezone.utc
+# Where a SteppedClock starts.
+START = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
 
 
 def write_kubeconfig(path: Path, server: str) -> Path:
@@ -42,10 +49,41 @@ def write_kubeconfig(path: Path, server: str) -> Path:
     return path
 
 
-def runtime(settings: Settings) -> Runtime:
+def runtime(settings: Settings, clock: Callable[[], datetime] = utc_now) -> Runtime:
     return build_runtime(
-        settings, cluster_state=DEMO / "cluster.json", telemetry_file=DEMO / "telemetry.json", out=io.StringIO()
+        settings, cluster_state=DEMO / "cluster.json", telemetry_file=DEMO / "telemetry.json", out=io.StringIO(),
+        clock=clock,
     )
+
+
+class SteppedClock:
+    """A clock that stands still until the test moves it (:meth:`advance`); each move wakes the
+    schedulers that :meth:`follow` it, which then run what fell due at the new time."""
+
+    def __init__(self, start: datetime = START):
+        self._now = start
+        self._lock = threading.Lock()
+        self._followers: list[BackgroundJobs] = []
+
+    def __call__(self) -> datetime:
+        with self._lock:
+            return self._now
+
+    def follow(self, background: BackgroundJobs) -> BackgroundJobs:
+        self._followers.append(background)
+        return background
+
+    def advance(self, seconds: float) -> datetime:
+        with self._lock:
+            self._now += timedelta(seconds=seconds)
+            now = self._now
+        for background in self._followers:
+            background.wakeup()
+        return now
+
+
+def finished_runs(rt: Runtime, job_id: str) -> list:
+    return [r for r in rt.store.job_runs(job_id) if r.outcome]
 
 
 class Probe:
@@ -72,15 +110,13 @@ class Probe:
 
 
 def stored_jobs(rt: Runtime) -> dict[str, tuple[str, datetime | None]]:
-    """What the job store holds: id -> (trigger, next run time)."""
-    scheduler = BackgroundScheduler(
-        jobstores={"default": SQLAlchemyJobStore(engine=rt.store.engine, tablename=JOBSTORE_TABLE)}
-    )
-    scheduler.start(paused=True)
-    try:
-        return {j.id: (str(j.trigger), j.next_run_time) for j in scheduler.get_jobs()}
-    finally:
-        scheduler.shutdown(wait=False)
+    """What the job store holds: id -> (trigger, next run time). Read from the store itself: a
+    scheduler started to list them would, on its shutdown, process the runs due by the system
+    clock (APScheduler 3's loop runs once more when woken to stop), and the SteppedClock's runs
+    are in the system clock's past."""
+    jobstore = SQLAlchemyJobStore(engine=rt.store.engine, tablename=JOBSTORE_TABLE)
+    jobstore.start(BackgroundScheduler(), "default")
+    return {j.id: (str(j.trigger), j.next_run_time) for j in jobstore.get_all_jobs()}
 
 
 @pytest.fixture
@@ -116,16 +152,22 @@ def test_the_idle_sweep_runs_as_a_claimed_job(settings):
 
 
 def test_each_run_is_claimed_with_its_fire_time_and_outcome_and_failures_do_not_stop_the_schedule(settings):
-    rt = runtime(settings)
+    clock = SteppedClock()
+    rt = runtime(settings, clock)
     probe, broken = Probe(), Probe(fail=True)
+    every = IntervalTrigger(seconds=0.5, start_date=START + timedelta(seconds=0.5), timezone=UTC)
     jobs = [
-        ScheduledJob("probe", IntervalTrigger(seconds=0.5, timezone=UTC), probe.on("replica-a")),
-        ScheduledJob("digest", IntervalTrigger(seconds=0.5, timezone=UTC), broken.on("replica-a")),
+        ScheduledJob("probe", every, probe.on("replica-a")),
+        ScheduledJob("digest", every, broken.on("replica-a")),
     ]
-    background = background_for(rt, settings, jobs)
+    background = clock.follow(background_for(rt, settings, jobs))
     try:
-        wait_for(lambda: len(probe.times()) >= 2, "two runs")
-        wait_for(lambda: len([r for r in rt.store.job_runs("digest") if r.outcome]) >= 2, "two finished failing runs")
+        # Each step goes past a fire time (0.5 s, then 1 s after the start), and waits for both
+        # runs to finish before the next.
+        for n in (1, 2):
+            clock.advance(0.6)
+            wait_for(lambda: len(finished_runs(rt, "probe")) >= n, f"run {n}")
+            wait_for(lambda: len(finished_runs(rt, "digest")) >= n, f"failing run {n} to finish")
     finally:
         background.shutdown(wait=True)
     times = probe.times()
@@ -185,17 +227,18 @@ def _hourly_from(start: datetime) -> IntervalTrigger:
 
 
 def test_a_run_due_while_no_scheduler_ran_runs_once_at_the_next_start(settings):
-    rt = runtime(settings)
+    clock = SteppedClock()
+    rt = runtime(settings, clock)
     probe = Probe()
-    due = datetime.now(UTC) + timedelta(seconds=1.5)
+    due = clock() + timedelta(seconds=1.5)
     job = ScheduledJob("digest", _hourly_from(due), probe.on("replica-a"))
     background_for(rt, settings, [job]).shutdown(wait=True)  # stored, then the replica goes away
     assert stored_jobs(rt)["digest"][1] == due
-    wait_for(lambda: datetime.now(UTC) > due + timedelta(seconds=0.3), "the run to fall due")
+    clock.advance(1.8)  # the run falls due while no scheduler runs
 
     # The next start builds the trigger again (its start date now in the past): the stored next
     # run time wins, so the missed run is still due, and runs.
-    restarted = ScheduledJob("digest", _hourly_from(datetime.now(UTC)), probe.on("replica-a"))
+    restarted = ScheduledJob("digest", _hourly_from(clock()), probe.on("replica-a"))
     background = background_for(rt, settings, [restarted])
     try:
         wait_for(lambda: probe.times(), "the missed run")
@@ -212,12 +255,13 @@ def test_a_run_due_while_no_scheduler_ran_runs_once_at_the_next_start(settings):
 
 
 def test_missed_runs_are_coalesced_into_the_latest(settings):
-    rt = runtime(settings)
+    clock = SteppedClock()
+    rt = runtime(settings, clock)
     probe = Probe()
-    first = datetime.now(UTC) + timedelta(seconds=0.8)
+    first = clock() + timedelta(seconds=0.8)
     job = ScheduledJob("sweep", IntervalTrigger(seconds=0.5, start_date=first, timezone=UTC), probe.on("replica-a"))
     background_for(rt, settings, [job]).shutdown(wait=True)
-    wait_for(lambda: datetime.now(UTC) > first + timedelta(seconds=1.2), "three runs to be missed")
+    clock.advance(0.8 + 1.25)  # three runs missed: at first, first + 0.5 s and first + 1 s
     background = background_for(rt, settings, [job])
     try:
         wait_for(lambda: probe.times(), "the coalesced run")
@@ -264,8 +308,10 @@ def test_job_ids_must_be_unique(settings):
 
 
 def test_only_the_lease_holder_runs_the_jobs_and_a_release_hands_them_over(database_url, tmp_path):
+    # The Lease runs on real time (its durations below); the jobs' runs fall due on the clock.
+    clock = SteppedClock()
     probe = Probe()
-    trigger = IntervalTrigger(seconds=0.5, timezone=UTC)
+    trigger = IntervalTrigger(seconds=0.5, start_date=START + timedelta(seconds=0.5), timezone=UTC)
     with FakeKubeApi() as kube:
         kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", kube.url)
 
@@ -280,13 +326,15 @@ def test_only_the_lease_holder_runs_the_jobs_and_a_release_hands_them_over(datab
             )
 
         sa, sb = replica("replica-a"), replica("replica-b")
-        rt = runtime(sa)
-        a = background_for(rt, sa, [ScheduledJob("probe", trigger, probe.on("replica-a"))])
+        rt = runtime(sa, clock)
+        a = clock.follow(background_for(rt, sa, [ScheduledJob("probe", trigger, probe.on("replica-a"))]))
         b = None
         try:
             assert a.elector.wait_until_leading(10)
-            b = background_for(rt, sb, [ScheduledJob("probe", trigger, probe.on("replica-b"))])
-            wait_for(lambda: len(probe.times()) >= 2, "two runs by the leader")
+            b = clock.follow(background_for(rt, sb, [ScheduledJob("probe", trigger, probe.on("replica-b"))]))
+            for n in (1, 2):
+                clock.advance(0.5)
+                wait_for(lambda: len(finished_runs(rt, "probe")) >= n, f"run {n} by the leader")
             assert a.scheduling and not b.scheduling and not b.elector.is_leader
             assert a.running and b.running  # both alive (and ready for Slack), one leads
             assert {h for h, _ in probe.runs} == {"replica-a"}
@@ -294,6 +342,8 @@ def test_only_the_lease_holder_runs_the_jobs_and_a_release_hands_them_over(datab
             a.shutdown(wait=True)  # stops its scheduler, then releases the Lease
             assert not a.scheduling and not a.running
             assert b.elector.wait_until_leading(10)
+            wait_for(lambda: b.scheduling, "the new leader's scheduler")
+            clock.advance(0.5)
             wait_for(lambda: any(h == "replica-b" for h, _ in probe.runs), "a run by the new leader")
             assert b.scheduling
         finally:

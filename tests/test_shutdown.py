@@ -5,7 +5,6 @@ one real ``gpu-cost-bot run`` process stopped with SIGTERM."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -33,6 +32,7 @@ from tests.databases import *  # noqa: F403
 from tests.fakes.kube_api import FakeKubeApi
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_requests import block_actions_body, post_to_app
+from tests.processes import python_env
 from tests.prometheus_server import free_port
 from tests.test_approvals import APPROVER, CHANNEL, DEMO, make_runtime, sweep
 from tests.waiting import wait_for
@@ -278,7 +278,7 @@ def test_a_real_process_recovers_at_start_serves_and_stops_on_sigterm(tmp_path, 
         "server": {"port": port, "shutdown_grace_seconds": 5, "log_format": "json", "log_level": "INFO"},
         "teams": [{"name": "research", "namespaces": ["ml-research"], "channel": CHANNEL, "approvers": [APPROVER]}],
     }))
-    env = {**os.environ, "SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": SECRET}
+    env = python_env({"SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": SECRET})
     proc = subprocess.Popen(
         [sys.executable, "-c", "from bot.cli.main import app; app()", "run", "--config", str(config),
          "--cluster-state", str(DEMO / "cluster.json"), "--telemetry", str(DEMO / "telemetry.json")],

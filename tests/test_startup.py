@@ -10,11 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.processes import python_env
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _fresh(code: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=python_env(), capture_output=True, text=True, check=True)
     return json.loads(out.stdout.splitlines()[-1])
 
 

@@ -7,7 +7,6 @@ import json
 import subprocess
 import sys
 import threading
-import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -28,6 +27,7 @@ from actions.store.requests import ActionRequest
 from actions.store.schema import VERSION_TABLE, include_object, metadata
 from actions.store.states import OPEN_STATES, TERMINAL_STATES, DuplicateOpenRequest, RequestState
 from tests.databases import *  # noqa: F403
+from tests.processes import python_env
 
 T0 = datetime(2026, 11, 23, 9, 0, tzinfo=timezone.utc)
 
@@ -114,14 +114,15 @@ def test_migration_matches_models(store: Store) -> None:
 
 
 _MIGRATE_AT = """
-import sys, time
+import sys
 from actions.store.database import Store
 # A first migration of a throwaway database loads alembic and the scripts, so that after the
-# common start time each replica reaches its DDL within milliseconds of the others.
+# common go each replica reaches its DDL within milliseconds of the others.
 with Store("sqlite://") as warm_up:
     warm_up.migrate()
 store = Store(sys.argv[1])
-time.sleep(max(0.0, float(sys.argv[2]) - time.time()))
+print("ready", flush=True)
+sys.stdin.readline()  # the go, sent to every replica at once
 store.migrate()
 store.close()
 """
@@ -129,21 +130,34 @@ store.close()
 
 @pytest.mark.postgres
 def test_replicas_migrating_at_once_all_succeed(postgres_url: str) -> None:
-    # Separate processes, as replicas are: alembic's context is per process. Each one waits for a
-    # common start time after its imports, so the migrations really do overlap.
-    start_at = time.time() + 5
+    # Separate processes, as replicas are: alembic's context is per process. Each one waits for
+    # the go after its imports (sent once all are ready), so the migrations really do overlap.
     root = Path(__file__).resolve().parents[1]
     replicas = [
         subprocess.Popen(
-            [sys.executable, "-c", _MIGRATE_AT, postgres_url, str(start_at)],
+            [sys.executable, "-c", _MIGRATE_AT, postgres_url],
             cwd=root,
+            env=python_env(),
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
         )
         for _ in range(6)
     ]
-    outputs = [p.communicate(timeout=120)[0] for p in replicas]
+    before_go = []
+    for p in replicas:
+        lines = []
+        while (line := p.stdout.readline()) and line != "ready\n":  # "" when it died first
+            lines.append(line)
+        before_go.append("".join(lines))
+    for p in replicas:
+        try:
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        except BrokenPipeError:  # it died before the go: its output and exit code say why
+            pass
+    outputs = [early + p.communicate(timeout=120)[0] for early, p in zip(before_go, replicas)]
     assert [p.returncode for p in replicas] == [0] * len(replicas), outputs
     with Store(postgres_url) as s, s.engine.connect() as connection:
         assert connection.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all() == [("0009_activity_seen",)]

@@ -21,6 +21,13 @@ Neither skipped nor run twice:
   that stalled past its lease and the replica that took over), the second finds it claimed and
   skips it.
 
+Time: the scheduler reads it from the clock it is given (default :func:`actions.model.times.utc_now`,
+the system's): which runs are due, how missed runs coalesce, when a run misfired, the next run
+after them, and the claims' timestamps. APScheduler 3 reads the system clock itself, so which runs
+fall due is decided by :class:`bot.jobs.clocked.ClockedScheduler`, a new job's first run time is
+computed here, and the executor judges misfires. It sleeps until the next run as the clock says;
+a clock that jumps (a test's) is noticed at the next :meth:`BackgroundJobs.wakeup`.
+
 Who runs them: with ``leader_election.enabled`` only the replica holding the Lease runs a
 scheduler (:mod:`bot.service.leader`); it starts one when it takes the Lease and shuts it down,
 waiting for the job in flight, when it stops leading. Without election the scheduler starts at once.
@@ -32,9 +39,10 @@ import concurrent.futures
 import logging
 import threading
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Callable, Mapping, Sequence
 
+from apscheduler.events import EVENT_JOB_MISSED, JobExecutionEvent
 from apscheduler.executors.base import BaseExecutor, run_job
 from apscheduler.job import Job
 from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
@@ -44,6 +52,7 @@ from apscheduler.triggers.base import BaseTrigger
 from actions.model.times import utc_now
 from actions.sources.kube.lease import lease_client
 from actions.store.database import Store
+from bot.jobs.clocked import ClockedScheduler
 from bot.service.leader import ElectionTiming, LeaderElector, lease_namespace, replica_identity
 from bot.service.process import run_until_signalled
 from bot.settings import KubernetesSettings, LeaderElectionSettings
@@ -123,16 +132,19 @@ def run_scheduled(job_id: str, *, scheduled_at: datetime | None = None, binding:
 
 
 def _with_run_kwargs(job: Job, **kwargs: object) -> Job:
-    # A private copy for this one run: the scheduler keeps using (and storing) the original.
+    # A private copy for this one run: the scheduler keeps using (and storing) the original. Its
+    # misfire was checked against the binding's clock already (APScheduler's run_job would check
+    # it again against the system clock).
     clone = Job.__new__(Job)
-    clone.__setstate__({**job.__getstate__(), "kwargs": {**job.kwargs, **kwargs}})
+    clone.__setstate__({**job.__getstate__(), "kwargs": {**job.kwargs, **kwargs}, "misfire_grace_time": None})
     return clone
 
 
 class _BindingExecutor(BaseExecutor):
     """A thread pool executor that gives each run its scheduled fire time and this replica's
     binding of the job (APScheduler's own executors call the function with the stored arguments
-    only). Misfire handling and events are APScheduler's, through its ``run_job``."""
+    only). Events are APScheduler's, through its ``run_job``; a misfire (a run later than the
+    job's ``misfire_grace_time``) is judged as ``run_job`` judges it, by the binding's clock."""
 
     def __init__(self, bindings: Mapping[str, JobBinding]):
         super().__init__()
@@ -153,6 +165,12 @@ class _BindingExecutor(BaseExecutor):
         def run() -> list:
             events = []
             for run_time in run_times:
+                if job.misfire_grace_time is not None:
+                    late = binding.clock() - run_time
+                    if late > timedelta(seconds=job.misfire_grace_time):
+                        events.append(JobExecutionEvent(EVENT_JOB_MISSED, job.id, alias, run_time))
+                        self._logger.warning('Run time of job "%s" was missed by %s', job, late)
+                        continue
                 one = _with_run_kwargs(job, scheduled_at=run_time.astimezone(timezone.utc), binding=binding)
                 events.extend(run_job(one, alias, [run_time], self._logger.name))
             return events
@@ -204,8 +222,11 @@ def _sync_jobs(scheduler: BackgroundScheduler, jobs: Sequence[ScheduledJob], now
             scheduler.modify_job(j.id, func=RUN_SCHEDULED_REF, **options)
             log.info("job %s: next run %s (kept from the job store)", j.id, stored.next_run_time.isoformat())
             continue
-        first = {"next_run_time": now} if j.first_run_at_start else {}
-        added = scheduler.add_job(RUN_SCHEDULED_REF, trigger=trigger, id=j.id, replace_existing=True, **options, **first)
+        # As APScheduler computes it when none is given, but at ``now`` (the scheduler's clock).
+        first = now if j.first_run_at_start else trigger.get_next_fire_time(None, now)
+        added = scheduler.add_job(
+            RUN_SCHEDULED_REF, trigger=trigger, id=j.id, replace_existing=True, next_run_time=first, **options
+        )
         log.info("job %s: scheduled %s, next run %s", j.id, trigger, added.next_run_time)
 
 
@@ -213,21 +234,22 @@ def start_scheduler(
     store: Store, jobs: Sequence[ScheduledJob], holder: str, clock: Callable[[], datetime] = utc_now
 ) -> BackgroundScheduler:
     """A running BackgroundScheduler for ``jobs`` with its job store in ``store``'s database;
-    runs are claimed as ``holder`` at times read from ``clock``. Stop it with
+    runs fall due, and are claimed as ``holder``, at times read from ``clock``. Stop it with
     :func:`stop_scheduler`. Raises ValueError for duplicate job ids, SQLAlchemy errors when the
     database cannot be reached."""
     if len({j.id for j in jobs}) != len(jobs):
         raise ValueError(f"job ids must be unique, got {[j.id for j in jobs]}")
     bindings = {j.id: JobBinding(j, store, holder, clock) for j in jobs}
-    scheduler = BackgroundScheduler(
+    scheduler = ClockedScheduler(
+        clock,
+        _BindingExecutor(bindings),
         jobstores={"default": _SharedEngineJobStore(engine=store.engine, tablename=JOBSTORE_TABLE)},
-        executors={"default": _BindingExecutor(bindings)},
         timezone=timezone.utc,
     )
     # Paused until the store matches the declaration, so nothing runs on a stale schedule.
     scheduler.start(paused=True)
     try:
-        _sync_jobs(scheduler, jobs, datetime.now(timezone.utc))
+        _sync_jobs(scheduler, jobs, clock())
     except BaseException:
         scheduler.shutdown(wait=False)
         raise
@@ -278,6 +300,13 @@ class BackgroundJobs:
         if self.elector is not None:
             return self.elector.alive
         return self.scheduling
+
+    def wakeup(self) -> None:
+        """Have the scheduler (if this replica runs it) look for due runs now rather than when its
+        clock next has one due: for a clock that jumps ahead, as a test's does."""
+        with self._lock:
+            if self._scheduler is not None:
+                self._scheduler.wakeup()
 
     def start(self) -> "BackgroundJobs":
         """Start campaigning for the Lease (election enabled) or the scheduler (disabled). Raises
@@ -339,12 +368,13 @@ def start_background(
 
 
 def run_jobs_forever(
-    store: Store, jobs: Sequence[ScheduledJob], election: LeaderElectionSettings, kubernetes: KubernetesSettings
+    store: Store, jobs: Sequence[ScheduledJob], election: LeaderElectionSettings, kubernetes: KubernetesSettings,
+    clock: Callable[[], datetime] = utc_now,
 ) -> None:
     """Run ``jobs`` in the background of this otherwise idle process until SIGINT or SIGTERM, then
     shut down cleanly (the Lease, if held, is released). Call from the main thread."""
     background: list[BackgroundJobs] = []
     run_until_signalled(
-        lambda: background.append(start_background(store, jobs, election, kubernetes)),
+        lambda: background.append(start_background(store, jobs, election, kubernetes, clock)),
         lambda: [b.shutdown(wait=True) for b in background],
     )

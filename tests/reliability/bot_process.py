@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from actions.store.database import Store
 from tests.fakes.kube_api import FakeKubeApi
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.slack_requests import block_actions_body, sign, slash_command_body
+from tests.processes import python_env
 from tests.prometheus_server import free_port
 from tests.waiting import wait_for
 
@@ -84,7 +84,7 @@ class BotProcess:
     # --- life cycle -------------------------------------------------------------------------------
 
     def start(self, timeout: float = 40) -> "BotProcess":
-        env = {**os.environ, "SLACK_BOT_TOKEN": "xoxb-reliability", "SLACK_SIGNING_SECRET": SECRET}
+        env = python_env({"SLACK_BOT_TOKEN": "xoxb-reliability", "SLACK_SIGNING_SECRET": SECRET})
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bot.cli", "run", "--config", str(self.config_path), "--telemetry", str(self.telemetry)],
