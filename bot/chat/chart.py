@@ -10,11 +10,12 @@ import io
 from collections import defaultdict
 from datetime import date
 from pathlib import Path
-
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
+from typing import TYPE_CHECKING
 
 from actions.cost.report import CAPACITY_ORDER, CostReport, DailyCost, TeamReport
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # One colour per capacity type, kept the same across every chart the bot draws.
 COLOURS = {
@@ -43,6 +44,11 @@ def cost_figure(report: TeamReport | CostReport) -> Figure:
     """The chart as a matplotlib Figure: one bar per UTC day (USD), stacked by capacity type
     (``on-demand``, ``spot``, ``reserved/on-prem``, ``unknown``), with the day's idle cost drawn
     hatched over the bottom of its bar and the period's idle share in the title."""
+    # Imported here: matplotlib is two thirds of a second of every start of `run`, and a chart is
+    # drawn once a week per team.
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter
+
     days = _daily(report)
     title = f"GPU cost: {report.team}" if isinstance(report, TeamReport) else "GPU cost: all teams"
     total = sum(d.cost_usd for d in days)
