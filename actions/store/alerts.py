@@ -5,17 +5,13 @@ posting so each alert fires once across replicas, with its message and snooze.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
 from sqlmodel import Field, Session, col, select
 
 from actions.store.audit import AuditEvent, detail_json
 from actions.store.schema import StoreBase, StoreModel, UTCDateTime, as_utc, valid_id
-
-if TYPE_CHECKING:
-    pass
-
 
 ALERT_KINDS: frozenset[str] = frozenset(
     {

@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 import sqlalchemy as sa
 from sqlmodel import Field, col, select
 
 from actions.model.codec import to_jsonable
 from actions.store.schema import StoreBase, StoreModel, UTCDateTime, as_utc
-
-if TYPE_CHECKING:
-    pass
 
 
 class AuditEvent(StoreModel, table=True):

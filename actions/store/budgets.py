@@ -5,16 +5,12 @@ set it and when; they override the config's ``monthly_budget_usd``.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 from sqlmodel import Field, col, select
 
 from actions.store.audit import AuditEvent, detail_json
 from actions.store.schema import StoreBase, StoreModel, UTCDateTime, as_utc
-
-if TYPE_CHECKING:
-    pass
 
 
 class TeamBudget(StoreModel, table=True):

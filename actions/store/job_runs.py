@@ -5,15 +5,11 @@ restarts a run happens once, and its outcome.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 from sqlmodel import Field, col, select
 
 from actions.store.schema import StoreBase, StoreModel, UTCDateTime, as_utc
-
-if TYPE_CHECKING:
-    pass
 
 
 class JobRun(StoreModel, table=True):

@@ -6,7 +6,7 @@ backoff after a failure.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
 from sqlmodel import col, select
@@ -17,9 +17,6 @@ from actions.store.schema import StoreBase, as_utc
 from actions.store.states import (
     SYSTEM_ACTOR,
 )
-
-if TYPE_CHECKING:
-    pass
 
 
 class MessageOutbox(StoreBase):

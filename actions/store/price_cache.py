@@ -5,7 +5,7 @@ by every replica's price book.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable
 
 import sqlalchemy as sa
 from sqlmodel import Field, col, select
@@ -13,9 +13,6 @@ from sqlmodel import Field, col, select
 from actions.model.kube import CapacityType
 from actions.pricing.live import LivePrice
 from actions.store.schema import StoreBase, StoreModel, UTCDateTime, as_utc
-
-if TYPE_CHECKING:
-    pass
 
 
 class PriceCache(StoreModel, table=True):

@@ -9,7 +9,7 @@ import functools
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import sqlalchemy as sa
 from sqlmodel import Field
@@ -18,9 +18,6 @@ from actions.model.findings import ActionVerb
 from actions.model.kube import ObjectRef
 from actions.store.schema import StoreModel, UTCDateTime, as_utc
 from actions.store.states import OPEN_KEY_WHERE, OPEN_STATES, STATE_CHECK, RequestState
-
-if TYPE_CHECKING:
-    pass
 
 
 class ActionRequest(StoreModel, table=True):

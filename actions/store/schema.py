@@ -10,17 +10,13 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel
 
 from actions.store.states import StoreError
-
-if TYPE_CHECKING:
-    pass
-
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 # Named after the bot rather than alembic's default so the bot can share a database with other

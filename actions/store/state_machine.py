@@ -8,7 +8,7 @@ request once (shared/DESIGN.md, "Approval is opt-in and bound").
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
@@ -26,9 +26,6 @@ from actions.store.states import (
     RequestState,
     checked_states,
 )
-
-if TYPE_CHECKING:
-    pass
 
 
 class RequestStateMachine(StoreBase):

@@ -22,10 +22,7 @@ cannot both succeed. ``TERMINAL_STATES`` release it. The moves themselves are
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING, Iterable
-
-if TYPE_CHECKING:
-    pass
+from typing import Iterable
 
 
 class RequestState(StrEnum):

@@ -9,11 +9,7 @@ import json
 import logging
 import statistics
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
-
-if TYPE_CHECKING:
-    pass
-
+from typing import Any, Iterable, Mapping
 
 log = logging.getLogger(__name__)
 
