@@ -63,13 +63,6 @@ class Link:
         return self.ref.name
 
 
-def _scalable_as_object(s: ScalableOwner) -> KubeObject:
-    return KubeObject(
-        api_version="apps/v1", kind=s.kind, namespace=s.namespace, name=s.name, owners=s.owners,
-        labels=s.labels, annotations=s.annotations, replicas=s.replicas,
-    )
-
-
 class OwnerIndex:
     """Lookups over one snapshot: objects by kind and name, Workloads by name, owner and job
     uid. Built once per sweep, so resolving every pod stays linear in the cluster's size."""

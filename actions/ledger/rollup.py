@@ -12,7 +12,6 @@ neither holds are named in the usage's warnings.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import Callable, Sequence
@@ -26,8 +25,6 @@ from actions.model.usage import UsageData
 from actions.policy.rules import Policy
 from actions.ports import HourlyUsageSource, LedgerTable
 from actions.pricing.book import PriceBook
-
-log = logging.getLogger(__name__)
 
 SOURCES = ("auto", "ledger", "prometheus")
 

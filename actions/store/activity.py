@@ -14,7 +14,6 @@ module registers the tables with :data:`actions.store.schema.metadata` (the migr
 
 from __future__ import annotations
 
-import logging
 import threading
 from datetime import datetime, timezone
 from typing import Mapping
@@ -25,8 +24,6 @@ from sqlalchemy.exc import IntegrityError
 from actions.store.database import Store
 from actions.store.schema import UTCDateTime, metadata
 from actions.telemetry.activity import Key, Row
-
-log = logging.getLogger(__name__)
 
 # The telemetry key's columns, in the order of actions.sources.prometheus.promql.GROUP_LABELS.
 KEY_COLUMNS = ("uuid", "gpu", "gpu_i_id", "gpu_i_profile", "hostname", "model_name", "namespace", "pod")

@@ -6,7 +6,6 @@ store, the prices, and every cluster of a bot of several.
 from __future__ import annotations
 
 import gc
-import logging
 import os
 import sys
 from collections.abc import Callable
@@ -44,9 +43,6 @@ if TYPE_CHECKING:
     # of start-up that `sweep --once`, `check` and the console never use, APScheduler's
     # schedulers a tenth that a one-shot sweep never starts.
     pass
-
-
-log = logging.getLogger(__name__)
 
 
 def hub_writer(settings: Settings, cluster: str | None = None) -> HubWriter | None:

@@ -16,7 +16,7 @@ import msgspec
 
 from actions.model.kube import KubeObject, controller_of
 from actions.model.kueue import ClusterQueue, LocalQueue, ResourceFlavor
-from actions.sources.kube.objects import _owners, is_gpu_resource
+from actions.sources.kube.objects import is_gpu_resource, owner_refs
 from actions.sources.kube.structs import ListMeta, ObjectMeta, decode
 
 
@@ -156,7 +156,7 @@ def kube_object(obj: Owner, api_version: str = "", kind: str = "") -> KubeObject
         namespace=meta.namespace,
         name=meta.name,
         uid=meta.uid,
-        owners=_owners(meta),
+        owners=owner_refs(meta),
         labels=dict(meta.labels),
         annotations=dict(meta.annotations),
         replicas=obj.spec.replicas,

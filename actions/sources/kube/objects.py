@@ -182,7 +182,7 @@ def containers_gpus(containers: Iterable[Container], where: str) -> tuple[int, s
     return sum(devices.values()), next(iter(devices), None)
 
 
-def _owners(meta: ObjectMeta) -> tuple[OwnerRef, ...]:
+def owner_refs(meta: ObjectMeta) -> tuple[OwnerRef, ...]:
     return tuple(
         OwnerRef(api_version=o.api_version, kind=o.kind, name=o.name, controller=bool(o.controller), uid=o.uid)
         for o in meta.owner_references
@@ -218,7 +218,7 @@ def gpu_pod(pod: Pod) -> GpuPod | None:
         gpu_resource=next(iter(devices)),
         labels=dict(meta.labels),
         annotations=dict(meta.annotations),
-        owners=_owners(meta),
+        owners=owner_refs(meta),
         devices=devices,
         containers=tuple((name, held) for name, held in each if held),
     )
@@ -341,7 +341,7 @@ def scalable_owner(obj: Scalable, kind: str) -> ScalableOwner:
         replicas=1 if obj.spec.replicas is None else obj.spec.replicas,
         labels=dict(meta.labels),
         annotations=dict(meta.annotations),
-        owners=_owners(meta),
+        owners=owner_refs(meta),
         selector=dict(obj.spec.selector.match_labels),
     )
 
@@ -395,7 +395,7 @@ def workload(obj: K8sWorkload, api_version: str) -> Workload:
         finished=_condition_true(conditions, "Finished"),
         gpus=gpus,
         flavors=tuple(flavors),
-        owners=_owners(meta),
+        owners=owner_refs(meta),
         labels=dict(meta.labels),
         annotations=dict(meta.annotations),
         priority=obj.spec.priority or 0,

@@ -24,14 +24,14 @@ from actions.sources.prometheus.promql import GROUP_LABELS, SOURCE_LABELS
 from actions.sources.prometheus.telemetry_promql import (
     LOOKBACK_STEP_SECONDS,
     SIGNAL_LABEL,
-    _key,
-    _source,
     activity_policy,
     assemble_snapshot,
     group_key,
     lookback_queries,
+    metric_key,
     presence_query,
     sample_value,
+    source_key,
     telemetry_queries,
     window_queries,
 )
@@ -44,7 +44,7 @@ def _seen(results: Mapping[str, list[Any]], base: Mapping[Key, Seen] | None = No
     values = {key: [s.first_sample, s.last_sample, None] for key, s in (base or {}).items()}
     for field, name in enumerate(("first_sample", "last_sample", "last_active")):
         for sample in results.get(name, ()):
-            key = _key(sample.metric)
+            key = metric_key(sample.metric)
             v = values.get(key)
             if v is None:
                 v = values[key] = [None, None, None]
@@ -159,7 +159,7 @@ class PrometheusTelemetry:
             bits = 0
             for t, _ in series.values:
                 bits |= 1 << (round(t / step) - new_first)
-            new[_source(series.metric)] = bits
+            new[source_key(series.metric)] = bits
         presence = advance(known, first, last, new, new_first)
         self._windows[(policy.window_seconds, step)] = presence
         return presence

@@ -133,8 +133,9 @@ def presence_query() -> str:
 
 
 # A decoded series' telemetry key (its GROUP_LABELS), and a presence series' set (its SOURCE_LABELS).
-_key = operator.attrgetter(*GROUP_LABELS)
-_source = operator.attrgetter(*SOURCE_LABELS)
+# A decoded series' telemetry key (its GROUP_LABELS) and its own labels' values (SOURCE_LABELS).
+metric_key = operator.attrgetter(*GROUP_LABELS)
+source_key = operator.attrgetter(*SOURCE_LABELS)
 _GROUP_AT = tuple(SOURCE_LABELS.index(label) for label in GROUP_LABELS)
 _ALIAS_AT = tuple((GROUP_LABELS.index(target), SOURCE_LABELS.index(source)) for target, source in LABEL_ALIASES)
 
@@ -177,7 +178,7 @@ def assemble_snapshot(
     for name in QUERY_NAMES:
         for sample in results.get(name, ()):
             metric = sample.metric
-            entry = by_key.setdefault(_key(metric), {})
+            entry = by_key.setdefault(metric_key(metric), {})
             entry[name] = sample_value(sample)
             if name == "peak_engine":
                 entry["signal"] = metric.engine_signal
