@@ -4,6 +4,7 @@ console, the worker pools, housekeeping, the scheduler, and serving until SIGTER
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable
 from datetime import datetime
@@ -21,13 +22,16 @@ from bot.service.process import Process, exit_now, run_until_signalled
 from bot.service.work import Periodic, WorkerPool
 from bot.settings import Settings
 from bot.wiring.jobs import background_for
-from bot.wiring.runtime import build_runtime, cluster_caches, keep_alive_to_exit, log
+from bot.wiring.runtime import build_runtime, cluster_caches, keep_alive_to_exit
 
 if TYPE_CHECKING:
     # Imported where they are used: Slack's SDK and the digests' charts (matplotlib) are a second
     # of start-up that `sweep --once`, `check` and the console never use, APScheduler's
     # schedulers a tenth that a one-shot sweep never starts.
     from bot.chat.slack.app import SlackWork
+
+
+log = logging.getLogger(__name__)
 
 
 # --- the process -----------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from actions.detect.detection import Detection
 from actions.executors.in_memory import InMemoryCluster
@@ -37,12 +37,6 @@ from bot.wiring.sources import (
     cost_setup,
     telemetry_source,
 )
-
-if TYPE_CHECKING:
-    # Imported where they are used: Slack's SDK and the digests' charts (matplotlib) are a second
-    # of start-up that `sweep --once`, `check` and the console never use, APScheduler's
-    # schedulers a tenth that a one-shot sweep never starts.
-    pass
 
 
 def hub_writer(settings: Settings, cluster: str | None = None) -> HubWriter | None:
