@@ -32,11 +32,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.fakes.kube_api import FakeKubeApi  # noqa: E402
-from tests.fakes.prometheus_api import FakePrometheus  # noqa: E402
-from tests.fakes.slack_api import FakeSlack  # noqa: E402
-from tests.reliability.bot_process import DEMO, OTHER, BotProcess  # noqa: E402
-from tests.reliability.test_front import big_post  # noqa: E402
+from tests.support.bot_process import DEMO, OTHER, BotProcess  # noqa: E402
+from tests.support.fakes.kube_api import FakeKubeApi  # noqa: E402
+from tests.support.fakes.prometheus_api import FakePrometheus  # noqa: E402
+from tests.support.fakes.slack_api import FakeSlack  # noqa: E402
+from tests.support.raw_http import big_post
 
 PERIODS = ["30d", "7d", "mtd", "last-month", "12h", "2w", "1d", "3d", "5d", "6h"]
 

@@ -4,8 +4,8 @@ For each N in --gpus it builds a fleet of N H100s in pods of 8 (batch/v1 Jobs un
 pod each, in N/32 namespaces rounded up, one team per namespace, every second Job of two pods so
 the multi-pod busy query is exercised), with 30 days of ``DCGM_FI_DEV_GPU_UTIL`` every 300 s and
 7 days of ``DCGM_FI_DEV_FB_USED`` and ``DCGM_FI_DEV_POWER_USAGE``, replaying the real H100 trace's
-phases (tests/fleet.py ``phase_rows``: half the GPUs of each pod training, half idle with a model
-loaded), loads them into a fresh Prometheus as tests/prometheus_server.py does, and times
+phases (tests/support/fleet.py ``phase_rows``: half the GPUs of each pod training, half idle with a model
+loaded), loads them into a fresh Prometheus as tests/support/prometheus_server.py does, and times
 ``gather_advice`` (median of --repeat runs, and the first) with the queries it sent.
 
 Run from the repository root (needs the ``prometheus`` and ``promtool`` binaries):
@@ -36,9 +36,9 @@ from actions.pricing.catalog import PriceCatalog  # noqa: E402
 from actions.sources.kube.dump import snapshot_from_kubectl_dump  # noqa: E402
 from actions.sources.prometheus.api import PrometheusApi  # noqa: E402
 from actions.sources.prometheus.history import AdviceHistorySource  # noqa: E402
-from tests.advice_fleet import ADVISE_AT, H100_PRODUCT, STARTED  # noqa: E402
-from tests.fleet import FB_USED, model_name, phase_rows  # noqa: E402
-from tests.prometheus_server import running_prometheus  # noqa: E402
+from tests.support.advice_fleet import ADVISE_AT, H100_PRODUCT, STARTED  # noqa: E402
+from tests.support.fleet import FB_USED, model_name, phase_rows  # noqa: E402
+from tests.support.prometheus_server import running_prometheus
 
 SCRAPE = 300
 

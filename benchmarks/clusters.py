@@ -1,4 +1,4 @@
-"""What several clusters cost a sweep: the test fleet (tests/data/FLEET.md) in each of N clusters,
+"""What several clusters cost a sweep: the test fleet (tests/support/data/FLEET.md) in each of N clusters,
 each behind its own wire-level API server, all of them in one real Prometheus whose series carry
 ``cluster`` labels (as a Thanos or Mimir query endpoint shows them).
 
@@ -35,18 +35,19 @@ from actions.sources.prometheus.telemetry_promql import telemetry_queries  # noq
 from bot.chat.console import ConsoleChat  # noqa: E402
 from bot.settings import load_settings  # noqa: E402
 from bot.wiring.runtime import build_runtime  # noqa: E402
-from tests.fakes.kube_api import FakeKubeApi  # noqa: E402
-from tests.fakes.tcp_proxy import TcpProxy  # noqa: E402
-from tests.fleet import SWEEP_AT, TELEMETRY_END, TELEMETRY_START, fleet_openmetrics  # noqa: E402
-from tests.prometheus_server import running_prometheus  # noqa: E402
-from tests.test_clusters import _kubeconfig, with_clusters  # noqa: E402
+from tests.support.clusters import with_clusters
+from tests.support.fakes.kube_api import FakeKubeApi  # noqa: E402
+from tests.support.fakes.tcp_proxy import TcpProxy  # noqa: E402
+from tests.support.fleet import SWEEP_AT, TELEMETRY_END, TELEMETRY_START, fleet_openmetrics  # noqa: E402
+from tests.support.kubeconfig import write_kubeconfig
+from tests.support.prometheus_server import running_prometheus
 
 DEMO = ROOT / "bot" / "demo_data" / "cluster.json"
 TIMEOUT_SECONDS = 5
 
 
 def _runtime(tmp: Path, url: str, servers: dict[str, str]):
-    kubeconfig = _kubeconfig(tmp / "kubeconfig", servers)
+    kubeconfig = write_kubeconfig(tmp / "kubeconfig", servers)
     config = tmp / "bot.yaml"
     config.write_text(yaml.safe_dump({
         "database_url": f"sqlite:///{tmp / 'bot.db'}",

@@ -52,9 +52,9 @@ from actions.sources.prometheus.usage_promql import POD_LABELS
 from actions.store.database import Store
 from actions.store.ledger import LedgerStore, usage_day, usage_hour, usage_hour_filled
 from benchmarks.report import NAMESPACES, NOTEBOOK, TEAMS, Server, expected_gpu_hours, make_fleet, write_openmetrics
-from tests.databases import DEFAULT_POSTGRES_SERVER
-from tests.fleet import model_name
-from tests.test_usage_prometheus import END, PRICES
+from tests.support.fixtures.databases import DEFAULT_POSTGRES_SERVER
+from tests.support.fleet import model_name
+from tests.support.usage_history import END, PRICES
 
 CLUSTER = "bench"
 ADMIN = os.environ.get("GPU_COST_BOT_TEST_POSTGRES") or DEFAULT_POSTGRES_SERVER

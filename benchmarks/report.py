@@ -1,6 +1,6 @@
 """What one cost report costs as the fleet grows: PromQL queries, their time, and the backfill.
 
-For each N in --gpus it builds the kinds of series tests/test_usage_prometheus.py builds, for a
+For each N in --gpus it builds the kinds of series tests/actions/cost/test_report_prometheus.py builds, for a
 fleet of N GPUs over the --days ending 2026-11-21T00:00Z (the tests' END), and loads them into a
 fresh Prometheus:
 
@@ -14,7 +14,7 @@ fresh Prometheus:
   ``kube_pod_info``, ``kube_pod_status_phase``, ``kube_pod_owner``, ``kube_pod_labels``);
 - per GPU dcgm-exporter ``DCGM_FI_DEV_GPU_UTIL`` (plus ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` on half of
   the nodes; half of the nodes with the ``exported_pod`` label convention), replaying the real H100
-  trace phases the tests use (tests/fleet.py ``phase_rows``); between two pods a GPU reports
+  trace phases the tests use (tests/support/fleet.py ``phase_rows``); between two pods a GPU reports
   ``empty_idle`` without pod labels, as dcgm-exporter does for a GPU no pod requests.
 
 Samples every --scrape-seconds (default 300 s, the tests' step: one sample 60 s after each
@@ -22,7 +22,7 @@ Samples every --scrape-seconds (default 300 s, the tests' step: one sample 60 s 
 script has its own, built from the tests' ``SeriesPod``, label formatting and prices.
 
 It prints, per N: the OpenMetrics size, how long ``promtool tsdb create-blocks-from openmetrics
---max-block-duration=800h`` took (as tests/prometheus_server.py runs it) and the TSDB's size on
+--max-block-duration=800h`` took (as tests/support/prometheus_server.py runs it) and the TSDB's size on
 disk; then per period (--periods, default 7d, 30d, mtd, all ending at 2026-11-21T00:00Z):
 ``PrometheusUsage(...).fetch`` + ``compute_cost_report``, median of --repeat runs and the first
 (cold) run, the part spent in ``compute_cost_report``, the queries one report sends, and the
@@ -79,9 +79,9 @@ from actions.pricing.book import PriceBook  # noqa: E402
 from actions.pricing.catalog import PriceCatalog  # noqa: E402
 from actions.sources.prometheus.api import TelemetryError  # noqa: E402
 from actions.sources.prometheus.usage import PrometheusUsage  # noqa: E402
-from tests.fleet import model_name, phase_rows  # noqa: E402
-from tests.prometheus_server import CONFIG, _wait_ready, free_port  # noqa: E402
-from tests.test_usage_prometheus import A100, END, PRICES, SeriesPod, _hour, _labels  # noqa: E402
+from tests.support.fleet import model_name, phase_rows  # noqa: E402
+from tests.support.prometheus_server import CONFIG, _wait_ready, free_port
+from tests.support.usage_history import A100, END, PRICES, SeriesPod, hour_phases, label_set
 
 UTC = timezone.utc
 GPUS_PER_NODE = 8
@@ -97,8 +97,8 @@ NAMESPACES = (
 )
 TEAMS = TeamDirectory([Team(name="research", namespaces=["ml-research"]),
                        Team(name="vision", namespaces=["vision"])])
-NOTEBOOK = _hour((9, "notebook_idle_model_loaded"), (3, "notebook_cell_burst"))
-TRAINING = _hour((11, "training"), (1, "training_checkpoint_pause"))
+NOTEBOOK = hour_phases((9, "notebook_idle_model_loaded"), (3, "notebook_cell_burst"))
+TRAINING = hour_phases((11, "training"), (1, "training_checkpoint_pause"))
 SERVING = ("inference_bursty",)
 BATCH = ("training",)
 
@@ -209,13 +209,13 @@ def write_openmetrics(fleet: Fleet, start: datetime, end: datetime, scrape: int,
     for p in fleet.pods:
         uid = f"uid-{p.namespace}-{p.pod}"
         ksm[p] = {
-            "kube_pod_container_resource_requests": _labels(namespace=p.namespace, pod=p.pod, container="main",
+            "kube_pod_container_resource_requests": label_set(namespace=p.namespace, pod=p.pod, container="main",
                                                             node=p.node, resource="nvidia_com_gpu", unit="integer"),
-            "kube_pod_info": _labels(namespace=p.namespace, pod=p.pod, node=p.node, host_ip="10.0.0.1", uid=uid),
-            "kube_pod_status_phase": _labels(namespace=p.namespace, pod=p.pod, phase=p.phase, uid=uid),
-            "kube_pod_owner": _labels(namespace=p.namespace, pod=p.pod, owner_kind=p.owner[0],
+            "kube_pod_info": label_set(namespace=p.namespace, pod=p.pod, node=p.node, host_ip="10.0.0.1", uid=uid),
+            "kube_pod_status_phase": label_set(namespace=p.namespace, pod=p.pod, phase=p.phase, uid=uid),
+            "kube_pod_owner": label_set(namespace=p.namespace, pod=p.pod, owner_kind=p.owner[0],
                                       owner_name=p.owner[1], owner_is_controller="true") if p.owner else None,
-            "kube_pod_labels": _labels(namespace=p.namespace, pod=p.pod, **dict(p.labels)),
+            "kube_pod_labels": label_set(namespace=p.namespace, pod=p.pod, **dict(p.labels)),
         }
     for family in ("kube_pod_container_resource_requests", "kube_pod_info", "kube_pod_status_phase",
                    "kube_pod_owner", "kube_pod_labels"):
@@ -237,13 +237,13 @@ def write_openmetrics(fleet: Fleet, start: datetime, end: datetime, scrape: int,
         cursor = start
         for p in fleet.holders.get((node, g), []):
             if p.start > cursor:
-                spans.append((_labels(**base), ("empty_idle",), times(cursor, p.start), engine))
+                spans.append((label_set(**base), ("empty_idle",), times(cursor, p.start), engine))
             held = dict(base, **({"exported_pod": p.pod, "exported_namespace": p.namespace} if exported
                                  else {"pod": p.pod, "namespace": p.namespace}))
-            spans.append((_labels(**held), p.hourly_phases, times(p.start, p.stop), engine))
+            spans.append((label_set(**held), p.hourly_phases, times(p.start, p.stop), engine))
             cursor = p.stop
         if cursor < end + timedelta(hours=1):
-            spans.append((_labels(**base), ("empty_idle",), times(cursor, end + timedelta(hours=1)), engine))
+            spans.append((label_set(**base), ("empty_idle",), times(cursor, end + timedelta(hours=1)), engine))
 
     def values(table: dict[str, list[str]], phases: tuple[str, ...]) -> Callable[[int], str]:
         def at(i: int) -> str:  # as usage_openmetrics: phase by sample, row by sample, both cycled
@@ -259,10 +259,10 @@ def write_openmetrics(fleet: Fleet, start: datetime, end: datetime, scrape: int,
     hourly = range(int(start.timestamp()) + 60, data_end, 3600)
     out.write("# TYPE kube_node_labels gauge\n")
     for node, labels in fleet.nodes.items():
-        emit("kube_node_labels", _labels(node=node, **labels), "1", hourly)
+        emit("kube_node_labels", label_set(node=node, **labels), "1", hourly)
     out.write("# TYPE kube_namespace_labels gauge\n")
     for ns, team in NAMESPACES:
-        emit("kube_namespace_labels", _labels(namespace=ns, **({"label_team": team} if team else {})), "1", hourly)
+        emit("kube_namespace_labels", label_set(namespace=ns, **({"label_team": team} if team else {})), "1", hourly)
     out.write("# EOF\n")
     return series, samples
 

@@ -130,7 +130,7 @@ def write_openmetrics(path: Path, gpus: int) -> int:
 def tsdb(cache: Path, gpus: int) -> Path:
     """A Prometheus data directory holding the fleet's history, built once per ``gpus`` under
     ``cache`` (promtool takes minutes at 10,000 GPUs) and reused."""
-    from tests.prometheus_server import _binaries
+    from tests.support.prometheus_server import _binaries
 
     data = cache / f"tsdb-{gpus}-{HISTORY_HOURS}h-{SCRAPE_SECONDS}s"
     if (data / "done").exists():

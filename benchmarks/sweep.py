@@ -119,7 +119,7 @@ def pod_list(n: int) -> bytes:
 
 def _serve_fake(n: int, conn) -> None:
     """Serve the N pods, their H100 nodes (8 pods a node) and the demo's other objects."""
-    from tests.fakes.kube_api import FakeKubeApi
+    from tests.support.fakes.kube_api import FakeKubeApi
 
     nodes = [copy.deepcopy(_BASE_NODE) for _ in range((n + 7) // 8)]
     for k, node in enumerate(nodes):
@@ -319,7 +319,7 @@ def time_detect(data: bytes, repeat: int) -> tuple[float, int, int]:
 def _serve_objects(gpus: int, pods: int, conn) -> None:
     """Serve the scale fleet's objects until told to stop (its own process: its CPU is not the bot's)."""
     from benchmarks.scale_fleet import cluster_objects
-    from tests.fakes.kube_api import FakeKubeApi
+    from tests.support.fakes.kube_api import FakeKubeApi
 
     with FakeKubeApi(cluster_objects(gpus, pods)) as fake:
         conn.send(fake.url)
@@ -365,7 +365,7 @@ def part4(gpus: int, pods: int, cache: Path, in_process_sweeps: int) -> None:
     from actions.telemetry.activity import span_seconds
     from actions.telemetry.presence import step_range
     from benchmarks.scale_fleet import HISTORY_HOURS, tsdb
-    from tests.prometheus_server import serving_tsdb
+    from tests.support.prometheus_server import serving_tsdb
 
     data = tsdb(cache, gpus)
     ctx = multiprocessing.get_context("fork")

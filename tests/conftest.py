@@ -1,5 +1,7 @@
-"""How many pytest-xdist workers ``-n auto`` (pyproject's addopts) starts: one more than the cores
-this process may run on. A good part of the suite waits on processes it started (the bot,
+"""What every test may use: the shared fixtures (plugins in tests/support/fixtures/, named by the
+test that wants one) and the markers' check (tests/support/needs.py); and how many pytest-xdist
+workers ``-n auto`` (pyproject's addopts) starts: one more than the cores this process may run
+on. A good part of the suite waits on processes it started (the bot,
 Prometheus, JupyterHub, PostgreSQL), so with one worker per core the cores idle; on 2 cores the
 suite took 6:02 with 2 workers and 4:46 with 3. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still wins."""
 
@@ -8,6 +10,19 @@ from __future__ import annotations
 import os
 
 import pytest
+
+from tests.support import schemas
+
+# Before anything imports the kubernetes client: its dynamic module would load kubernetes_validate.
+schemas.hide()
+
+pytest_plugins = [
+    "tests.support.needs",  # first: the fixtures import it
+    "tests.support.fixtures.accounting",
+    "tests.support.fixtures.databases",
+    "tests.support.fixtures.demo",
+    "tests.support.fixtures.prometheus",
+]
 
 
 @pytest.hookimpl(tryfirst=True)

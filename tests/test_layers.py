@@ -14,7 +14,8 @@ from pathlib import Path
 import grimp
 from importlinter.cli import lint_imports
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
+
 MAX_MODULE_LINES = 450
 # The edges of actions/: the only packages that may read or write the outside world.
 EDGES = ("actions.sources", "actions.executors", "actions.store")
@@ -124,3 +125,27 @@ def test_pure_modules_use_no_io_of_the_standard_library():
             if bad:
                 found.setdefault(module, []).extend(bad)
     assert found == {}
+
+
+def _is_test_module(module: str) -> bool:
+    last = module.rsplit(".", 1)[-1]
+    return last.startswith("test_") or last == "conftest"
+
+
+def test_tests_share_code_only_through_tests_support():
+    # A test module imported by another runs its fixtures and constants twice over and ties
+    # rooms together; what two tests share lives in tests/support/ (fixtures as plugins).
+    imports = {}
+    for path in (ROOT / "tests").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            found = [n for n in names if n.startswith("tests.") and _is_test_module(n)]
+            if found:
+                imports.setdefault(str(path.relative_to(ROOT)), []).extend(found)
+    assert imports == {}
+    assert not any(_is_test_module(p.stem) for p in (ROOT / "tests" / "support").rglob("*.py"))

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.databases import *  # noqa: F403
-from tests.fakes.kube_api import FakeKubeApi
-from tests.fakes.prometheus_api import FakePrometheus
-from tests.fakes.slack_api import FakeSlack
-from tests.reliability.bot_process import DEMO, BotProcess
+from tests.support.bot_process import BotProcess
+from tests.support.fakes.kube_api import FakeKubeApi
+from tests.support.fakes.prometheus_api import FakePrometheus
+from tests.support.fakes.slack_api import FakeSlack
+from tests.support.paths import DEMO
 
 
 @pytest.fixture

@@ -12,8 +12,10 @@ import time
 
 import pytest
 
-from tests.reliability.bot_process import NOTEBOOK_PATH, buttons, stopped
-from tests.waiting import wait_for
+from tests.support.bot_process import NOTEBOOK_PATH, buttons, stopped
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.process
 
 
 def events(store, request_id):

@@ -7,7 +7,12 @@ from __future__ import annotations
 import json
 import re
 
-from tests.reliability.bot_process import CHANNEL, DEMO
+import pytest
+
+from tests.support.bot_process import CHANNEL
+from tests.support.paths import DEMO
+
+pytestmark = pytest.mark.process
 
 HOSTILE = "NVIDIA H100 80GB HBM3 <!channel> <@U0BOSS> & <https://evil.example|click>"
 # What Slack reads as a mention, a link or a special command.

@@ -9,49 +9,19 @@ from __future__ import annotations
 
 import http.client
 import random
-import socket
 import threading
 import time
 from urllib.parse import urlencode
 
 import pytest
 
-from tests.fakes.slack_requests import block_actions_body, sign, slash_command_body
-from tests.reliability.bot_process import APPROVER, CHANNEL, SECRET
+from tests.support.bot_process import APPROVER, CHANNEL, SECRET
+from tests.support.fakes.slack_requests import block_actions_body, sign, slash_command_body
+from tests.support.raw_http import big_post, raw_request
+
+pytestmark = pytest.mark.process
 
 MiB = 1024 * 1024
-
-
-def raw_request(port: int, head: bytes, body_chunks, timeout: float = 30) -> tuple[int | None, float]:
-    """Send ``head`` then the chunks, stopping when the server hangs up; (status, seconds)."""
-    started = time.monotonic()
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
-        try:
-            sock.sendall(head)
-            for chunk in body_chunks:
-                sock.sendall(chunk)
-        except OSError:
-            pass  # refused before the body ended: what we want
-        try:
-            reply = sock.recv(200)
-        except OSError:
-            reply = b""
-    status = int(reply.split()[1]) if reply.startswith(b"HTTP/") else None
-    return status, time.monotonic() - started
-
-
-def big_post(port: int, size: int, chunked: bool) -> tuple[int | None, float]:
-    piece = b"x" * (64 * 1024)
-    framing = b"Transfer-Encoding: chunked" if chunked else b"Content-Length: %d" % size
-    head = b"POST /slack/events HTTP/1.1\r\nHost: bot\r\nContent-Type: application/x-www-form-urlencoded\r\n" + framing + b"\r\n\r\n"
-
-    def chunks():
-        for _ in range(size // len(piece)):
-            yield (b"%x\r\n" % len(piece) + piece + b"\r\n") if chunked else piece
-        if chunked:
-            yield b"0\r\n\r\n"
-
-    return raw_request(port, head, chunks())
 
 
 @pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])

@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import time
 
-from tests.reliability.bot_process import CHANNEL, OTHER, buttons
-from tests.waiting import wait_for
+import pytest
+
+from tests.support.bot_process import CHANNEL, OTHER, buttons
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.process
 
 
 def test_after_chat_update_fails_five_times_the_message_is_right_within_a_minute(bot, slack):

@@ -11,9 +11,11 @@ import threading
 import pytest
 from sqlalchemy.engine import make_url
 
-from tests.fakes.tcp_proxy import TcpProxy
-from tests.reliability.bot_process import OTHER, stopped
-from tests.waiting import wait_for
+from tests.support.bot_process import OTHER, stopped
+from tests.support.fakes.tcp_proxy import TcpProxy
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.process
 
 ODD_IDS = ["999999", str(2**63 - 1), str(2**63), str(2**64), "-1", "0", "abc", "1e3", ""]
 

@@ -10,8 +10,12 @@ import statistics
 import threading
 import time
 
-from tests.reliability.bot_process import APPROVER
-from tests.waiting import wait_for
+import pytest
+
+from tests.support.bot_process import APPROVER
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.process
 
 PERIODS = ["30d", "7d", "mtd", "last-month", "12h", "2w", "1d", "3d", "5d", "6h"]
 SLOW = {"server": {"command_workers": 4, "command_queue": 6, "shutdown_grace_seconds": 4}}

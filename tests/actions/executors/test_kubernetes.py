@@ -1,0 +1,406 @@
+"""Executors: the real kubernetes client patching a wire-level fake API server, and the
+in-memory cluster used by the demo and dry runs."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timedelta, timezone
+
+import kubernetes.client
+import pytest
+
+from actions.executors.in_memory import InMemoryCluster
+from actions.executors.kubernetes import KubernetesWriter
+from actions.model.findings import ActionVerb, ProposedAction
+from actions.model.kube import ObjectRef
+from actions.remedy.patches import REPLICAS_ANNOTATION, STOPPED_ANNOTATION, ExecutorError
+from tests.support.fakes.kube_api import FakeKubeApi
+from tests.support.paths import DEMO_CLUSTER
+from tests.support.waiting import wait_for
+
+DUMP = (DEMO_CLUSTER).read_bytes()
+NOW = datetime(2026, 11, 20, 12, 5, tzinfo=timezone.utc)
+LATER = NOW + timedelta(hours=2)
+MERGE = "application/merge-patch+json"
+
+NOTEBOOK = ObjectRef("kubeflow.org/v1", "Notebook", "ml-research", "llm-explore")
+BATCH_STS = ObjectRef("apps/v1", "StatefulSet", "serving", "embed-batch")
+CHAT_DEPLOYMENT = ObjectRef("apps/v1", "Deployment", "serving", "chat-api")
+
+
+def action(verb: ActionVerb, target: ObjectRef) -> ProposedAction:
+    return ProposedAction(verb=verb, target=target, summary=f"{verb.value} {target}")
+
+
+def workload_ref(version: str) -> ObjectRef:
+    return ObjectRef(f"kueue.x-k8s.io/{version}", "Workload", "training", "job-pretrain-1a2b3")
+
+
+def three_replica_statefulset() -> dict:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {
+            "name": "embed-batch",
+            "namespace": "serving",
+            "generation": 4,
+            "labels": {"app": "embed-batch"},
+        },
+        "spec": {
+            "replicas": 3,
+            "selector": {"matchLabels": {"app": "embed-batch"}},
+            "serviceName": "embed-batch",
+        },
+    }
+
+
+@pytest.fixture
+def fake():
+    with FakeKubeApi(json.loads(DUMP)["items"] + [three_replica_statefulset()]) as server:
+        yield server
+
+
+@pytest.fixture
+def writer(fake):
+    return KubernetesWriter(fake.api_client())
+
+
+def patches(fake: FakeKubeApi) -> list:
+    return [r for r in fake.requests if r.method == "PATCH"]
+
+
+# --- Notebook ---------------------------------------------------------------------------------------
+
+
+def test_stop_and_restore_notebook(fake, writer):
+    undo = writer.apply(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), NOW)
+
+    [patch] = patches(fake)
+    assert patch.path == "/apis/kubeflow.org/v1/namespaces/ml-research/notebooks/llm-explore"
+    assert patch.content_type == MERGE
+    assert patch.body == {"metadata": {"annotations": {STOPPED_ANNOTATION: "2026-11-20T12:05:00Z"}}}
+    annotations = fake.get("Notebook", "ml-research", "llm-explore")["metadata"]["annotations"]
+    assert annotations[STOPPED_ANNOTATION] == "2026-11-20T12:05:00Z"
+    assert annotations["notebooks.kubeflow.org/creator"] == "ana@example.com"
+    assert undo["stopped_at"] == "2026-11-20T12:05:00Z" and undo["verb"] == "stop-notebook"
+    assert json.loads(json.dumps(undo)) == undo
+
+    fake.clear_requests()
+    writer.restore(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), undo, LATER)
+
+    [patch] = patches(fake)
+    assert patch.body == {"metadata": {"annotations": {STOPPED_ANNOTATION: None}}}
+    annotations = fake.get("Notebook", "ml-research", "llm-explore")["metadata"]["annotations"]
+    assert STOPPED_ANNOTATION not in annotations
+    assert annotations["notebooks.kubeflow.org/creator"] == "ana@example.com"
+
+
+def test_stop_notebook_twice_is_idempotent(fake, writer):
+    first = writer.apply(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), NOW)
+    second = writer.apply(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), LATER)
+    assert len(patches(fake)) == 1
+    assert second == first and first["stopped_at"] == "2026-11-20T12:05:00Z"
+    writer.restore(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), first, LATER)
+    writer.restore(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), first, LATER)
+    assert len(patches(fake)) == 2
+    assert (
+        STOPPED_ANNOTATION
+        not in fake.get("Notebook", "ml-research", "llm-explore")["metadata"]["annotations"]
+    )
+
+
+# --- StatefulSet / Deployment -----------------------------------------------------------------------
+
+
+def test_scale_statefulset_three_to_zero_and_back(fake, writer):
+    before = fake.get("StatefulSet", "serving", "embed-batch")["metadata"]["resourceVersion"]
+    undo = writer.apply(action(ActionVerb.SCALE_TO_ZERO, BATCH_STS), NOW)
+
+    [patch] = patches(fake)
+    assert patch.path == "/apis/apps/v1/namespaces/serving/statefulsets/embed-batch"
+    assert patch.content_type == MERGE
+    assert patch.body == {
+        "metadata": {"annotations": {REPLICAS_ANNOTATION: "3"}, "resourceVersion": before},
+        "spec": {"replicas": 0},
+    }
+    sts = fake.get("StatefulSet", "serving", "embed-batch")
+    assert sts["spec"]["replicas"] == 0
+    assert sts["metadata"]["annotations"] == {REPLICAS_ANNOTATION: "3"}
+    assert undo["replicas_before"] == 3
+
+    fake.clear_requests()
+    writer.restore(action(ActionVerb.SCALE_TO_ZERO, BATCH_STS), undo, LATER)
+
+    [patch] = patches(fake)
+    assert patch.body == {
+        "metadata": {
+            "annotations": {REPLICAS_ANNOTATION: None},
+            "resourceVersion": sts["metadata"]["resourceVersion"],
+        },
+        "spec": {"replicas": 3},
+    }
+    sts = fake.get("StatefulSet", "serving", "embed-batch")
+    assert sts["spec"]["replicas"] == 3
+    assert REPLICAS_ANNOTATION not in sts["metadata"].get("annotations", {})
+
+
+def test_scale_twice_returns_the_same_count(fake, writer):
+    first = writer.apply(action(ActionVerb.SCALE_TO_ZERO, BATCH_STS), NOW)
+    second = writer.apply(action(ActionVerb.SCALE_TO_ZERO, BATCH_STS), LATER)
+    assert first == second and first["replicas_before"] == 3
+    assert len(patches(fake)) == 1
+    sts = fake.get("StatefulSet", "serving", "embed-batch")
+    assert (sts["spec"]["replicas"], sts["metadata"]["annotations"][REPLICAS_ANNOTATION]) == (0, "3")
+
+
+def test_restore_without_undo_record_reads_the_annotation(fake, writer):
+    writer.apply(action(ActionVerb.SCALE_TO_ZERO, BATCH_STS), NOW)
+    writer.restore(action(ActionVerb.SCALE_TO_ZERO, BATCH_STS), {}, LATER)  # the bot's database was lost
+    assert fake.get("StatefulSet", "serving", "embed-batch")["spec"]["replicas"] == 3
+
+
+def test_restore_keeps_a_count_someone_else_set(fake, writer):
+    undo = writer.apply(action(ActionVerb.SCALE_TO_ZERO, BATCH_STS), NOW)
+    with fake.api_client() as client:
+        from kubernetes.client import AppsV1Api
+
+        AppsV1Api(client).patch_namespaced_stateful_set(
+            "embed-batch", "serving", {"spec": {"replicas": 1}}, _content_type=MERGE, _preload_content=False
+        )
+    writer.restore(action(ActionVerb.SCALE_TO_ZERO, BATCH_STS), undo, LATER)
+    sts = fake.get("StatefulSet", "serving", "embed-batch")
+    assert sts["spec"]["replicas"] == 1
+    assert REPLICAS_ANNOTATION not in sts["metadata"]["annotations"]
+
+
+def test_scale_deployment_retries_a_conflict(fake, writer):
+    path = "/apis/apps/v1/namespaces/serving/deployments/chat-api"
+    fake.fail("PATCH", path, 409, "Conflict", 'Operation cannot be fulfilled on deployments.apps "chat-api"')
+    undo = writer.apply(action(ActionVerb.SCALE_TO_ZERO, CHAT_DEPLOYMENT), NOW)
+    assert [r.method for r in fake.requests if r.path == path] == ["GET", "PATCH", "GET", "PATCH"]
+    assert undo["replicas_before"] == 1
+    assert fake.get("Deployment", "serving", "chat-api")["spec"]["replicas"] == 0
+    writer.restore(action(ActionVerb.SCALE_TO_ZERO, CHAT_DEPLOYMENT), undo, LATER)
+    assert fake.get("Deployment", "serving", "chat-api")["spec"]["replicas"] == 1
+
+
+# --- Kueue Workload ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("served", [("v1beta2", "v1beta1"), ("v1beta1",)])
+def test_deactivate_and_reactivate_workload(served):
+    version = served[0]
+    with FakeKubeApi(json.loads(DUMP)["items"], kueue_versions=served) as fake:
+        writer = KubernetesWriter(fake.api_client())
+        undo = writer.apply(action(ActionVerb.DEACTIVATE_WORKLOAD, workload_ref(version)), NOW)
+
+        [patch] = patches(fake)
+        assert (
+            patch.path == f"/apis/kueue.x-k8s.io/{version}/namespaces/training/workloads/job-pretrain-1a2b3"
+        )
+        assert (patch.content_type, patch.body) == (MERGE, {"spec": {"active": False}})
+        assert fake.get("Workload", "training", "job-pretrain-1a2b3")["spec"]["active"] is False
+        assert undo["api_version"] == f"kueue.x-k8s.io/{version}"
+
+        writer.restore(action(ActionVerb.DEACTIVATE_WORKLOAD, workload_ref(version)), undo, LATER)
+        assert patches(fake)[-1].body == {"spec": {"active": True}}
+        assert fake.get("Workload", "training", "job-pretrain-1a2b3")["spec"]["active"] is True
+
+
+def test_workload_in_an_unserved_version_is_an_error():
+    with FakeKubeApi(json.loads(DUMP)["items"], kueue_versions=("v1beta1",)) as fake:
+        with pytest.raises(ExecutorError, match="no longer exists"):
+            KubernetesWriter(fake.api_client()).apply(
+                action(ActionVerb.DEACTIVATE_WORKLOAD, workload_ref("v1beta2")), NOW
+            )
+
+
+# --- errors -----------------------------------------------------------------------------------------
+
+
+def test_apply_to_a_deleted_object_says_it_no_longer_exists(fake, writer):
+    gone = ObjectRef("kubeflow.org/v1", "Notebook", "ml-research", "deleted-yesterday")
+    with pytest.raises(
+        ExecutorError, match=r"Notebook ml-research/deleted-yesterday no longer exists"
+    ) as info:
+        writer.apply(action(ActionVerb.STOP_NOTEBOOK, gone), NOW)
+    assert info.value.status == 404 and info.value.target == gone
+    assert patches(fake) == []
+
+
+def test_api_refusal_names_the_object_and_the_message(fake, writer):
+    fake.fail(
+        "PATCH",
+        "/apis/kubeflow.org/v1/namespaces/ml-research/notebooks/llm-explore",
+        403,
+        "Forbidden",
+        'notebooks.kubeflow.org "llm-explore" is forbidden: User "system:serviceaccount:gpu:bot" cannot patch',
+    )
+    with pytest.raises(ExecutorError) as info:
+        writer.apply(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), NOW)
+    assert "Notebook ml-research/llm-explore" in str(info.value)
+    assert "cannot patch" in str(info.value) and info.value.status == 403
+
+
+def test_a_hung_api_server_does_not_hold_the_action_and_its_outcome_is_uncertain(fake):
+    path = "/apis/kubeflow.org/v1/namespaces/ml-research/notebooks/llm-explore"
+    # The API server applies the patch after the client gave up: only reading it back tells.
+    fake.stall("PATCH", path, seconds=1.5)
+    writer = KubernetesWriter(fake.api_client(), timeout_seconds=0.5)
+    started = time.monotonic()
+    with pytest.raises(ExecutorError, match="no answer from the Kubernetes API") as info:
+        writer.apply(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), NOW)
+    assert time.monotonic() - started < 1.5 and info.value.uncertain
+    wait_for(lambda: STOPPED_ANNOTATION in annotations(writer.current(NOTEBOOK)), "the late patch to land", 5)
+
+
+def test_a_hung_read_fails_the_action_before_anything_is_sent(fake):
+    path = "/apis/kubeflow.org/v1/namespaces/ml-research/notebooks/llm-explore"
+    fake.stall("GET", path, seconds=2, times=5)
+    writer = KubernetesWriter(fake.api_client(), timeout_seconds=0.5)
+    with pytest.raises(ExecutorError, match="cannot reach the Kubernetes API") as info:
+        writer.apply(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), NOW)
+    assert not info.value.uncertain and patches(fake) == []
+
+
+def test_a_refused_connection_is_certain_and_a_gateway_timeout_is_not(fake):
+    closed = KubernetesWriter(kubernetes.client.ApiClient(_config("http://127.0.0.1:9")), timeout_seconds=0.5)
+    with pytest.raises(ExecutorError) as info:
+        closed.apply(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), NOW)
+    assert not info.value.uncertain
+    fake.fail("PATCH", "/apis/kubeflow.org/v1/namespaces/ml-research/notebooks/llm-explore", 504, "Timeout", "request did not complete")
+    with pytest.raises(ExecutorError) as info:
+        KubernetesWriter(fake.api_client()).apply(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), NOW)
+    assert info.value.uncertain and info.value.status == 504
+
+
+def test_current_reads_the_target_and_says_none_when_it_is_gone(fake, writer):
+    assert writer.current(NOTEBOOK)["metadata"]["name"] == "llm-explore"
+    assert writer.current(ObjectRef("kubeflow.org/v1", "Notebook", "ml-research", "nope")) is None
+
+
+def _config(host):
+    cfg = kubernetes.client.Configuration()
+    cfg.host = host
+    return cfg
+
+
+def annotations(obj):
+    return (obj.get("metadata") or {}).get("annotations") or {}
+
+
+def test_verb_that_does_not_fit_the_target_is_refused_before_any_request(fake, writer):
+    with pytest.raises(ExecutorError, match="cannot scale-to-zero"):
+        writer.apply(action(ActionVerb.SCALE_TO_ZERO, NOTEBOOK), NOW)
+    assert fake.requests == []
+
+
+def test_undo_record_of_another_action_is_refused(fake, writer):
+    undo = writer.apply(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), NOW)
+    other = ObjectRef("kubeflow.org/v1", "Notebook", "ml-research", "cell-bursts")
+    with pytest.raises(ExecutorError, match="not for stop-notebook"):
+        writer.restore(action(ActionVerb.STOP_NOTEBOOK, other), undo, LATER)
+
+
+# --- the in-memory cluster --------------------------------------------------------------------------
+
+
+def pod_names(cluster: InMemoryCluster, now: datetime) -> set[str]:
+    return {p.name for p in cluster.snapshot(now).pods}
+
+
+def test_in_memory_stop_notebook_removes_its_pod_and_restore_brings_it_back():
+    cluster = InMemoryCluster.from_kubectl_dump(DUMP)
+    old = next(p for p in cluster.snapshot(NOW).pods if p.name == "llm-explore-0")
+
+    undo = cluster.apply(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), NOW)
+    snap = cluster.snapshot(NOW)
+    assert "llm-explore-0" not in {p.name for p in snap.pods}
+    assert "cell-bursts-0" in {p.name for p in snap.pods}
+    assert next(n for n in snap.notebooks if n.name == "llm-explore").stopped
+    assert next(s for s in snap.statefulsets if s.name == "llm-explore").replicas == 0
+    assert cluster.apply(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), LATER) == undo
+
+    cluster.restore(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), undo, LATER)
+    snap = cluster.snapshot(LATER)
+    back = next(p for p in snap.pods if p.name == "llm-explore-0")
+    assert back.started == LATER and back.created == LATER and back.uid != old.uid
+    assert (back.gpus, back.node, back.owners) == (old.gpus, old.node, old.owners)
+    assert not next(n for n in snap.notebooks if n.name == "llm-explore").stopped
+
+
+def test_in_memory_scale_statefulset_to_zero_and_back():
+    cluster = InMemoryCluster.from_kubectl_dump(DUMP)
+    sts = ObjectRef("apps/v1", "StatefulSet", "ml-research", "cell-bursts")
+    undo = cluster.apply(action(ActionVerb.SCALE_TO_ZERO, sts), NOW)
+    assert undo["replicas_before"] == 1
+    assert "cell-bursts-0" not in pod_names(cluster, NOW)
+    assert cluster.get("StatefulSet", "ml-research", "cell-bursts")["metadata"]["annotations"] == {
+        REPLICAS_ANNOTATION: "1"
+    }
+    cluster.restore(action(ActionVerb.SCALE_TO_ZERO, sts), undo, LATER)
+    assert "cell-bursts-0" in pod_names(cluster, LATER)
+    assert REPLICAS_ANNOTATION not in cluster.get("StatefulSet", "ml-research", "cell-bursts")[
+        "metadata"
+    ].get("annotations", {})
+
+
+def test_in_memory_scale_deployment_to_zero_and_back():
+    cluster = InMemoryCluster.from_kubectl_dump(DUMP)
+    undo = cluster.apply(action(ActionVerb.SCALE_TO_ZERO, CHAT_DEPLOYMENT), NOW)
+    assert "chat-api-6f7d8b9c4-x2x9z" not in pod_names(cluster, NOW)
+    assert "coredns-5d78c9869d-q8hzt" in {
+        p["metadata"]["name"] for p in json.loads(cluster.dump())["items"] if p["kind"] == "Pod"
+    }
+    cluster.restore(action(ActionVerb.SCALE_TO_ZERO, CHAT_DEPLOYMENT), undo, LATER)
+    assert "chat-api-6f7d8b9c4-x2x9z" in pod_names(cluster, LATER)
+
+
+def test_in_memory_deactivate_workload_evicts_and_reactivate_readmits():
+    cluster = InMemoryCluster.from_kubectl_dump(DUMP)
+    ref = workload_ref("v1beta2")
+    undo = cluster.apply(action(ActionVerb.DEACTIVATE_WORKLOAD, ref), NOW)
+    snap = cluster.snapshot(NOW)
+    wl = next(w for w in snap.workloads if w.name == "job-pretrain-1a2b3")
+    assert (wl.active, wl.admitted, wl.cluster_queue) == (False, False, None)
+    assert "pretrain-worker-0" not in {p.name for p in snap.pods}
+    assert "finetune-spot-worker-0" in {p.name for p in snap.pods}
+
+    cluster.restore(action(ActionVerb.DEACTIVATE_WORKLOAD, ref), undo, LATER)
+    snap = cluster.snapshot(LATER)
+    wl = next(w for w in snap.workloads if w.name == "job-pretrain-1a2b3")
+    assert (wl.active, wl.admitted, wl.cluster_queue, wl.flavors) == (
+        True,
+        True,
+        "gpu-cluster-queue",
+        ("h100-on-demand",),
+    )
+    assert next(p for p in snap.pods if p.name == "pretrain-worker-0").started == LATER
+
+
+def test_in_memory_pod_workload_deactivation_is_not_undone_by_its_deployment():
+    cluster = InMemoryCluster.from_kubectl_dump(DUMP)
+    ref = ObjectRef("kueue.x-k8s.io/v1beta2", "Workload", "serving", "pod-chat-api-6f7d8b9c4-x2x9z-5e6f7")
+    undo = cluster.apply(action(ActionVerb.DEACTIVATE_WORKLOAD, ref), NOW)
+    cluster.apply(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), NOW)  # any later change reconciles again
+    assert "chat-api-6f7d8b9c4-x2x9z" not in pod_names(cluster, NOW)
+    cluster.restore(action(ActionVerb.DEACTIVATE_WORKLOAD, ref), undo, LATER)
+    assert "chat-api-6f7d8b9c4-x2x9z" in pod_names(cluster, LATER)
+
+
+def test_in_memory_missing_object_and_malformed_dump():
+    cluster = InMemoryCluster.from_kubectl_dump(DUMP)
+    gone = ObjectRef("apps/v1", "StatefulSet", "ml-research", "nope")
+    with pytest.raises(ExecutorError, match="StatefulSet ml-research/nope no longer exists"):
+        cluster.apply(action(ActionVerb.SCALE_TO_ZERO, gone), NOW)
+    with pytest.raises(ValueError, match="not a List"):
+        InMemoryCluster.from_kubectl_dump(b'{"kind": "Pod"}')
+
+
+def test_in_memory_and_live_writers_send_the_same_patch(fake, writer):
+    cluster = InMemoryCluster.from_kubectl_dump(DUMP)
+    writer.apply(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), NOW)
+    cluster.apply(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), NOW)
+    live = fake.get("Notebook", "ml-research", "llm-explore")["metadata"]["annotations"]
+    assert cluster.get("Notebook", "ml-research", "llm-explore")["metadata"]["annotations"] == live

@@ -1,0 +1,69 @@
+"""Block Kit renderers: every state renders within Slack's limits with the right buttons."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from actions.model.codec import finding_from_jsonable, to_jsonable
+from bot.chat.blocks import proposals
+from bot.chat.console import to_text
+from tests.support.demo_world import detect
+
+T0 = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
+
+
+def status(state, **kw):
+    return proposals.RequestStatus(id=7, state=state, dry_run=False, expires_at=T0 + timedelta(days=1), **kw)
+
+
+@pytest.mark.parametrize(
+    "state,expected",
+    [
+        ("proposed", [proposals.APPROVE, proposals.SNOOZE, proposals.EXEMPT, proposals.DENY]),
+        ("done", [proposals.RESTORE]),
+        ("snoozed", []),
+        ("superseded", []),
+        ("restored", []),
+    ],
+)
+def test_buttons_follow_the_state(demo_fleet, state, expected):
+    (finding,) = detect(*demo_fleet)
+    message = proposals.proposal_message(finding, status(state, decided_by="U1", decided_at=T0))
+    actions = [e for b in message.blocks if b["type"] == "actions" for e in b["elements"]]
+    assert [a["action_id"] for a in actions] == expected
+    assert all(a["value"] == "7" for a in actions)
+
+
+def test_many_gpus_stay_within_slack_limits(demo_fleet):
+    (finding,) = detect(*demo_fleet)
+    big = dataclasses.replace(finding, evidence=finding.evidence * 64, gpus=64)
+    message = proposals.proposal_message(big, status("proposed"))
+    assert len(message.blocks) <= 50
+    for b in message.blocks:
+        if b["type"] == "section" and "text" in b:
+            assert len(b["text"]["text"]) <= 3000
+    assert "56 more GPUs" in json.dumps(message.blocks)
+
+
+def test_a_finding_survives_the_store_round_trip_and_renders_the_same(demo_fleet):
+    (finding,) = detect(*demo_fleet)
+    back = finding_from_jsonable(json.loads(json.dumps(to_jsonable(finding))))
+    assert back == finding
+    assert proposals.proposal_message(back, status("proposed")) == proposals.proposal_message(finding, status("proposed"))
+
+
+def test_console_rendering_turns_buttons_into_commands(demo_fleet):
+    (finding,) = detect(*demo_fleet)
+    text = to_text(proposals.proposal_message(finding, status("proposed")))
+    assert "[approve 7] [snooze 7] [exempt 7] [deny 7]" in text
+    assert "$6.88/h" in text and "*" not in text  # p5.48xlarge $55.04 / 8 GPUs = $6.88 per GPU-hour
+
+
+def test_durations_and_money_read_naturally():
+    assert proposals.duration(93784) == "1d 2h"
+    assert proposals.duration(5400) == "1h 30m"
+    assert proposals.usd(8064) == "$8,064.00"

@@ -1,0 +1,114 @@
+"""``gpu-cost-bot ledger status``, ``ledger backfill`` and ``report --source`` through the real CLI,
+over the real Prometheus of tests/actions/cost/test_report_prometheus.py and a SQLite file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from bot.cli.main import app
+from tests.support.usage_history import PRICES, SPOT_NODE, TEAMS
+
+pytestmark = pytest.mark.prometheus
+
+runner = CliRunner()
+
+
+def _config(tmp_path: Path, url: str, **extra) -> Path:
+    cfg = {
+        "prometheus": {"url": url},
+        "database_url": f"sqlite:///{tmp_path / 'bot.db'}",
+        "cluster_name": "eu-1",
+        "teams": [{"name": t.name, "namespaces": t.namespaces} for t in TEAMS.teams.values()],
+        "prices": PRICES.model_dump(exclude_none=True, exclude={"aws"}),
+        "ledger": {"enabled": True},
+        **extra,
+    }
+    path = tmp_path / "bot.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def _report(tmp_path: Path, config: Path, *args: str):
+    dump = tmp_path / "cluster.json"
+    dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [SPOT_NODE]}))
+    return runner.invoke(app, ["report", "--config", str(config), "--cluster-state", str(dump), "--json", *args])
+
+
+def test_backfill_then_status_then_a_report_from_the_ledger(tmp_path, usage_prometheus):
+    config = _config(tmp_path, usage_prometheus)
+    filled = runner.invoke(app, ["ledger", "backfill", "--config", str(config), "--since", "2026-11-19",
+                                 "--until", "2026-11-20T00:00:00Z"])
+    assert filled.exit_code == 0, filled.output
+    assert "rolling up 24 hour(s)" in filled.output and "filled 24 hour(s) of cluster eu-1" in filled.output
+
+    status = runner.invoke(app, ["ledger", "status", "--config", str(config), "--since", "2026-11-18",
+                                 "--at", "2026-11-20T00:30:00Z", "--json"])
+    assert status.exit_code == 0, status.output
+    s = json.loads(status.output)
+    assert s["hours"] == {"filled": 24, "partial": 0, "empty": 0} and s["missing_hours"] == 24
+    assert s["missing"] == [["2026-11-18T00:00:00Z", "2026-11-19T00:00:00Z"]] and s["cluster"] == "eu-1"
+    text = runner.invoke(app, ["ledger", "status", "--config", str(config), "--since", "2026-11-18",
+                               "--at", "2026-11-20T00:30:00Z"])
+    assert "24 hour(s) filled, 0 partial, 0 empty, 24 missing" in text.output
+    assert "missing: 2026-11-18T00:00:00Z to 2026-11-19T00:00:00Z" in text.output
+
+    at = ["--period", "1d", "--at", "2026-11-20T00:00:00Z"]
+    ledger = _report(tmp_path, config, "--source", "ledger", *at)
+    direct = _report(tmp_path, config, "--source", "prometheus", *at)
+    assert ledger.exit_code == direct.exit_code == 0, ledger.output + direct.output
+    mine, theirs = json.loads(ledger.output), json.loads(direct.output)
+    assert mine.pop("source") == {"ledger": [["2026-11-19T00:00:00Z", "2026-11-20T00:00:00Z"]], "prometheus": [],
+                                  "missing": [], "missing_hours": 0}
+    assert mine == theirs  # every figure, note and day: the same report
+    assert round(mine["teams"]["research"]["cost_usd"], 2) == round(24 * 6.88, 2)
+
+
+def test_a_report_over_hours_the_ledger_lacks_says_which_and_exits_3(tmp_path, usage_prometheus):
+    config = _config(tmp_path, usage_prometheus)
+    assert runner.invoke(app, ["ledger", "backfill", "--config", str(config), "--since", "2026-11-19T18:00:00Z",
+                               "--until", "2026-11-20T00:00:00Z"]).exit_code == 0
+    r = _report(tmp_path, config, "--source", "ledger", "--period", "1d", "--at", "2026-11-20T00:00:00Z")
+    assert r.exit_code == 3, r.output
+    data = json.loads(r.output[: r.output.rindex("}") + 1])
+    assert data["source"]["missing"] == [["2026-11-19T00:00:00Z", "2026-11-19T18:00:00Z"]]
+    assert data["source"]["missing_hours"] == 18
+    assert any("does not hold 18 of the 24 hours" in w for w in data["warnings"])
+    # auto: the same ledger, the current (unfinished) hour read from Prometheus
+    r = _report(tmp_path, config, "--period", "6h", "--at", "2026-11-20T00:20:00Z")
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    assert data["source"]["prometheus"] == [["2026-11-19T18:20:00Z", "2026-11-19T19:00:00Z"],
+                                            ["2026-11-20T00:00:00Z", "2026-11-20T00:20:00Z"]]
+    assert round(data["teams"]["research"]["gpu_hours"], 6) == 6
+
+
+def test_backfill_before_prometheus_history_leaves_those_hours_missing(tmp_path, usage_prometheus):
+    config = _config(tmp_path, usage_prometheus)
+    r = runner.invoke(app, ["ledger", "backfill", "--config", str(config), "--since", "2026-10-14T21:00:00Z",
+                            "--until", "2026-10-15T03:00:00Z"])
+    assert r.exit_code == 0, r.output
+    assert "filled 3 hour(s)" in r.output and "3 hour(s) are older than the first data Prometheus holds" in r.output
+
+
+def test_bad_input_is_told_with_an_example(tmp_path, usage_prometheus):
+    config = _config(tmp_path, usage_prometheus)
+    r = runner.invoke(app, ["ledger", "backfill", "--config", str(config), "--since", "last tuesday"])
+    assert r.exit_code == 2 and "write it like 2026-11-01" in r.output
+    r = runner.invoke(app, ["report", "--config", str(config), "--source", "thanos"])
+    assert r.exit_code == 2 and "use auto, ledger or prometheus" in r.output
+    r = runner.invoke(app, ["ledger", "backfill", "--config", str(config), "--since", "2999-01-01"])
+    assert r.exit_code == 2 and "is not before" in r.output
+
+
+def test_a_report_from_a_new_empty_ledger_says_every_hour_is_missing(tmp_path, usage_prometheus):
+    config = _config(tmp_path, usage_prometheus)
+    r = _report(tmp_path, config, "--source", "ledger", "--period", "1d", "--at", "2026-11-20T00:00:00Z")
+    assert r.exit_code == 3, r.output
+    data = json.loads(r.output[: r.output.rindex("}") + 1])
+    assert data["source"]["missing_hours"] == 24 and data["teams"]["research"]["gpu_hours"] == 0
+    assert "warning: the usage ledger does not hold 24 of the 24 hours" in r.output

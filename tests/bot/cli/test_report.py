@@ -1,0 +1,191 @@
+"""``gpu-cost-bot report`` and ``/gpu cost`` over the real Prometheus of the usage history
+(tests/support/usage_history.py: 30 days, hand-computed figures there), the Kubernetes API through the wire-level fake for the node
+capacity-type fallback, and the slash command through a signed request to the real Bolt app."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from actions.cost.reporting import CostSetup
+from actions.policy.rules import Policy
+from actions.sources.kube.reader import KubernetesSource
+from actions.sources.prometheus.usage import PrometheusUsage
+from actions.store.database import Store
+from bot.chat.commands import CommandContext, dispatch
+from bot.chat.console import ConsoleChat, to_text
+from bot.chat.slack.app import build_app
+from bot.chat.slack.web import web_client
+from bot.cli.main import app
+from bot.runtime.runtime import Runtime
+from tests.support.clock import Clock
+from tests.support.fakes.kube_api import FakeKubeApi
+from tests.support.fakes.slack_api import FakeSlack
+from tests.support.fakes.slack_requests import bolt_request, slash_command_body
+from tests.support.usage_history import END, PRICES, SPOT_NODE, TEAMS, price_book
+from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.prometheus
+
+runner = CliRunner()
+SECRET = "test-signing-secret"
+
+
+def _config(tmp_path: Path, url: str) -> Path:
+    cfg = {
+        "prometheus": {"url": url},
+        "teams": [{"name": t.name, "namespaces": t.namespaces} for t in TEAMS.teams.values()],
+        "prices": PRICES.model_dump(exclude_none=True, exclude={"aws"}),
+        "costs": {"team_label": "team"},
+        "alerts": {"spot_ratio_target": 0.7},
+    }
+    path = tmp_path / "bot.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def _report(tmp_path, url, *args):
+    dump = tmp_path / "cluster.json"
+    dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [SPOT_NODE]}))
+    return runner.invoke(
+        app,
+        ["report", "--config", str(_config(tmp_path, url)), "--at", "2026-11-21T00:00:00Z",
+         "--cluster-state", str(dump), *args],
+    )
+
+
+def test_report_json_for_one_team(tmp_path, usage_prometheus):
+    result = _report(tmp_path, usage_prometheus, "--team", "training", "--period", "30d", "--json")
+    assert result.exit_code == 0, result.output
+    r = json.loads(result.output)
+    assert (r["team"], r["period_start"], r["period_end"]) == ("training", "2026-10-22T00:00:00Z", "2026-11-21T00:00:00Z")
+    assert round(r["gpu_hours"], 6) == 1080 and round(r["cost_usd"], 2) == 3225.60
+    assert round(r["idle_gpu_hours"], 6) == 200 and round(r["idle_cost_usd"], 2) == 1025.60
+    assert round(r["efficiency"], 4) == round(880 / 1080, 4) and round(r["spot_ratio"], 4) == round(960 / 1080, 4)
+    assert [(f["gpu_model"], f["capacity_type"], round(f["cost_usd"], 2)) for f in r["by_flavor"]] == [
+        ("H100", "spot", 2400.00), ("H100", "on-demand", 825.60)]
+    assert r["by_flavor"][0]["price_source"] == "config override prices.instance_types.p5.48xlarge (spot)"
+    assert [(c["kind"], c["name"]) for c in r["top_consumers"]] == [("Workload", "pretrain"), ("Deployment", "eval")]
+    assert len(r["daily"]) == 30 and r["daily"][9]["day"] == "2026-10-31"
+
+
+def test_report_png_and_the_all_teams_table(tmp_path, usage_prometheus):
+    png = tmp_path / "cost.png"
+    result = _report(tmp_path, usage_prometheus, "--period", "30d", "--png", str(png))
+    assert result.exit_code == 0, result.output
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    lines = result.output.splitlines()
+    research = next(line for line in lines if line.startswith("research "))
+    assert "720" in research and "$4,953.60" in research and "25.0%" in research
+    # a namespace in no team and without a team label is its own team, as in the sweep
+    assert lines.index(next(line for line in lines if line.startswith("sandbox"))) > lines.index(research)
+    assert not any(line.startswith("unallocated") for line in lines)
+    # platform's node has no capacity type in kube_node_labels: the kubectl dump says spot
+    assert "$60.00" in next(line for line in lines if line.startswith("platform "))
+    assert "capacity type read from the Kubernetes API" in result.output
+
+
+def test_report_rejects_a_bad_period_and_an_unknown_team(tmp_path, usage_prometheus):
+    bad = _report(tmp_path, usage_prometheus, "--period", "fortnight")
+    assert bad.exit_code == 2 and "mtd" in bad.output
+    unknown = _report(tmp_path, usage_prometheus, "--team", "nobody", "--period", "7d")
+    assert unknown.exit_code == 2 and "teams: platform, research, sandbox, training, vision" in unknown.output
+
+
+@pytest.fixture
+def runtime(tmp_path, usage_prometheus):
+    with FakeKubeApi([SPOT_NODE], kueue_versions=(), kubeflow=False) as kube, FakeSlack() as slack:
+        clock = Clock()
+        clock.now = END
+        store = Store(f"sqlite:///{tmp_path / 'bot.db'}")
+        source = KubernetesSource(kube.api_client())
+        rt = Runtime(
+            store=store,
+            chat=ConsoleChat(io.StringIO()),
+            cluster=source,
+            telemetry=None,  # type: ignore[arg-type]  # cost reports never read instant telemetry
+            writer=None,  # type: ignore[arg-type]
+            prices=price_book(),
+            teams=TEAMS,
+            policy=Policy(),
+            dry_run=True,
+            clock=clock,
+            costs=CostSetup(PrometheusUsage(usage_prometheus, team_label="team"), spot_ratio_target=0.7),
+        )
+        yield rt, kube, slack
+        store.close()
+
+
+def test_cost_report_reads_missing_capacity_types_from_the_kubernetes_api(runtime):
+    rt, kube, _ = runtime
+    report = rt.cost_report(END.replace(day=20), END)
+    platform = report.teams["platform"]
+    assert round(platform.cost_usd, 2) == 60.00 and platform.spot_ratio == 1.0
+    assert any("h100-nolabel-1" in n and "Kubernetes API" in n for n in report.notes)
+    assert any(r.path == "/api/v1/nodes" for r in kube.requests)
+
+
+def _cost(rt, text):
+    return dispatch(text, CommandContext(user="U0ANY", prices=rt.prices, rt=rt, channel="C0ANY"))
+
+
+def test_gpu_cost_for_a_team_renders_the_chargeback_layout(runtime):
+    rt, _, _ = runtime
+    reply = _cost(rt, "cost vision 30d")
+    assert not reply.ephemeral
+    text = to_text(reply.message)
+    assert "GPU cost: vision" in text and "2026-10-22 – 2026-11-20 (30 days)" in text
+    assert "GPU-hours consumed: 312 hrs" in text
+    assert "A100 on-demand 312 hrs × $3.06 = $954.72" in text
+    assert "Efficiency score: 100.0% (target > 80%)" in text and "Spot ratio: 0.0% (target > 70%)" in text
+    assert "Job vision/a100-train: 312 hrs, $954.72, idle 0%" in text
+    assert "config override prices.instance_types.p4d.24xlarge (on-demand): seed rate" in text
+    assert "Idle: GPU-hours in 5-minute steps whose engine activity peaked at or under 1%" in text
+    training = to_text(_cost(rt, "cost 30d training").message)  # either order
+    assert "Idle GPU-hours: 200 hrs (18.5%) = $1,025.60" in training and "Spot ratio: 88.9%" in training
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("cost nobody 7d", "No team 'nobody' in this period"),
+        ("cost research fortnightly", "'fortnightly' is not a period"),
+        ("cost research 30d extra", "takes a team and a period"),
+        ("cost 7d 30d", "Two periods given"),
+    ],
+)
+def test_gpu_cost_bad_input_is_ephemeral_with_an_example(runtime, text, problem):
+    rt, _, _ = runtime
+    reply = _cost(rt, text)
+    assert reply.ephemeral
+    assert problem in reply.message.text and "For example: `/gpu cost " in reply.message.text
+
+
+def test_gpu_cost_through_slack_is_acked_then_answered_at_the_response_url(runtime):
+    rt, _, slack = runtime
+    client = web_client("xoxb-test", slack.base_url)
+    bolt = build_app(rt, client, SECRET)
+    body = slash_command_body(text="cost", user_id="U0ANY", channel_id="C0ANY", response_url=slack.response_url("cost"))
+    ack = bolt.dispatch(bolt_request(SECRET, body))
+    assert ack.status == 200 and ack.body == ""  # the ack carries nothing: the report follows
+    wait_for(lambda: slack.responses_to("cost"), "the report", timeout=20)
+    (answer,) = slack.responses_to("cost")
+    assert answer["response_type"] == "in_channel"
+    table = answer["blocks"][2]["text"]["text"]
+    assert "research" in table and "$4,953.60" in table and "sandbox" in table
+
+
+def test_gpu_cost_says_when_prometheus_cannot_answer(runtime):
+    from tests.support.prometheus_server import free_port
+
+    rt, _, _ = runtime
+    rt.costs = CostSetup(PrometheusUsage(f"http://127.0.0.1:{free_port()}", attempts=1))
+    reply = _cost(rt, "cost research 7d")
+    assert reply.ephemeral
+    assert "I could not build the cost report: Prometheus at http://127.0.0.1:" in reply.message.text
+    assert "is unreachable (Connection refused; tried once): check prometheus.url" in reply.message.text
