@@ -66,6 +66,7 @@ from datetime import datetime, timedelta, timezone
 from actions.model.telemetry import ENGINE_ACTIVE, GPU_UTIL, POWER_USAGE
 from actions.pricing.overrides import PriceOverrides
 from tests.support.fleet import model_name, phase_rows
+from tests.support.openmetrics import gauge_families
 
 UTC = timezone.utc
 DATA_START = datetime(2026, 11, 20, 6, 0, tzinfo=UTC)
@@ -546,9 +547,4 @@ def openmetrics() -> str:
     for ns in NAMESPACES:
         add("kube_namespace_labels", {**ksm, "namespace": ns}, [(ts, 1) for ts in times])
 
-    out = []
-    for name, lines in fam.items():
-        out.append(f"# TYPE {name} gauge")
-        out.extend(lines)
-    out.append("# EOF")
-    return "\n".join(out) + "\n"
+    return gauge_families(fam)

@@ -29,6 +29,7 @@ from actions.pricing.book import PriceBook
 from actions.pricing.catalog import PriceCatalog
 from actions.pricing.overrides import PriceOverrides
 from tests.support.fleet import model_name, phase_rows
+from tests.support.openmetrics import gauge_families
 
 UTC = timezone.utc
 
@@ -190,12 +191,7 @@ def usage_openmetrics() -> str:
     for ns, labels in NAMESPACE_LABELS.items():
         for ts in hourly:
             add("kube_namespace_labels", label_set(namespace=ns, **labels), 1, ts)
-    out = []
-    for name, lines in fam.items():
-        out.append(f"# TYPE {name} gauge")
-        out.extend(lines)
-    out.append("# EOF")
-    return "\n".join(out) + "\n"
+    return gauge_families(fam)
 
 
 def price_book() -> PriceBook:

@@ -22,6 +22,7 @@ from actions.sources.prometheus.api import PrometheusApi
 from actions.sources.prometheus.history import AdviceHistorySource
 from tests.support.advice_fleet import ADVISE_AT, cluster_json, openmetrics
 from tests.support.prometheus_server import running_prometheus
+from tests.support.replies import text_of
 
 pytestmark = pytest.mark.prometheus
 
@@ -232,31 +233,22 @@ def _runtime(url: str):
     )
 
 
-def _text(reply) -> str:
-    parts = [reply.message.text]
-    for b in reply.message.blocks:
-        if "text" in b:
-            parts.append(b["text"]["text"])
-        parts += [e.get("text", "") for e in b.get("elements", [])]
-    return "\n".join(parts)
-
-
 def test_slash_gpu_advise_for_a_team_shows_each_advice_with_evidence_and_prices(advice_prometheus):
     from bot.chat.commands import CommandContext, dispatch
 
     rt = _runtime(advice_prometheus)
-    text = _text(dispatch("advise research", CommandContext(user="U1", prices=rt.prices, rt=rt)))
+    text = text_of(dispatch("advise research", CommandContext(user="U1", prices=rt.prices, rt=rt)))
     assert "GPU advice for team research: could save $59,439.77/month" in text  # 30,134.40 + 25,000.46 + 4,304.91
     assert text.index("Fewer GPUs") < text.index("Spot") < text.index("MIG profile")
     assert "MIG 1g.10gb" in text and "peak framebuffer used (DCGM_FI_DEV_FB_USED) 6.0 GiB (6,144 MiB)" in text
     assert "spot bundled catalog: AWS EC2 spot price" in text and "as of 2026-08-10" in text
     assert "steady" not in text
     # Typed as people ask: the filler around the team name is read past.
-    asked = _text(dispatch("advise for team research please?", CommandContext(user="U1", prices=rt.prices, rt=rt)))
+    asked = text_of(dispatch("advise for team research please?", CommandContext(user="U1", prices=rt.prices, rt=rt)))
     assert "GPU advice for team research: could save $59,439.77/month" in asked
-    wrong = _text(dispatch("advise research serving", CommandContext(user="U1", prices=rt.prices, rt=rt)))
+    wrong = text_of(dispatch("advise research serving", CommandContext(user="U1", prices=rt.prices, rt=rt)))
     assert "takes at most one team name; I read 'research', 'serving'" in wrong and "/gpu advise research" in wrong
-    unknown = _text(dispatch("advise reserch", CommandContext(user="U1", prices=rt.prices, rt=rt)))
+    unknown = text_of(dispatch("advise reserch", CommandContext(user="U1", prices=rt.prices, rt=rt)))
     assert "I know no team 'reserch'" in unknown and "research" in unknown and "/gpu advise research" in unknown
 
 
@@ -278,10 +270,10 @@ def test_slash_gpu_advise_marks_advice_a_team_snoozed_or_exempted_and_still_show
         now=ADVISE_AT, ttl_seconds=86400,
     )
     marked = "not posted to the channel until that ends"
-    assert marked not in _text(dispatch("advise research", CommandContext(user="U1", prices=rt.prices, rt=rt)))
+    assert marked not in text_of(dispatch("advise research", CommandContext(user="U1", prices=rt.prices, rt=rt)))
     store.transition(req.id, from_states=["proposed"], to_state="snoozed", now=ADVISE_AT, actor="U1",
                      event="snoozed", until=ADVISE_AT + timedelta(hours=4))
-    text = _text(dispatch("advise research", CommandContext(user="U1", prices=rt.prices, rt=rt)))
+    text = text_of(dispatch("advise research", CommandContext(user="U1", prices=rt.prices, rt=rt)))
     assert "could save $59,439.77/month" in text  # still every piece of advice, the silenced one too
     assert text.count(marked) == 1 and text.index(marked) > text.index("MIG 1g.10gb")
     assert marked not in text[:text.index("MIG profile")]  # fewer GPUs and spot are not silenced
