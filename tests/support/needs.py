@@ -55,6 +55,8 @@ def pytest_runtest_protocol(item, nextitem):
 
 def _needed_by(item: pytest.Item) -> set[str]:
     found = set(_by_test.get(item.nodeid, ()))
+    # The fixtures this test resolves to (pytest keeps them on the item; no public accessor): a
+    # session-scoped Prometheus set up for an earlier test is needed by this one too.
     info = getattr(item, "_fixtureinfo", None)
     for defs in (info.name2fixturedefs.values() if info is not None else ()):
         for fixturedef in defs:
