@@ -7,8 +7,8 @@ A consumer restarts cleanly when a Kueue Workload admitted it (Kueue requeues an
 Workload), when it is a Job whose ``spec.backoffLimit`` is above 0 (the Job controller makes a
 new pod; unset means Kubernetes' default of 6), or when it or its pod carries
 ``gpu-cost-bot/interruptible: "true"``. Its role: a notebook (Kubeflow Notebook, JupyterHub
-server, ``policy.notebook_selector``), serving (Deployment, StatefulSet, LeaderWorkerSet,
-InferenceService) or a job (the rest).
+server, ``policy.notebook_selector``), serving (:data:`SERVING_KINDS`, under Kueue or not) or a
+job (the rest).
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ from actions.policy.rules import Policy
 from actions.policy.teams import TeamDirectory
 
 ROLES = {"idle-notebook": "notebook", "idle-serving": "serving", "idle-workload": "job"}
+# What has users waiting on it whoever admitted it: Kueue admits a RayService or a Deployment as a
+# Workload too (finding kind idle-workload), and an interruption of either is an outage.
+SERVING_KINDS = frozenset({"Deployment", "StatefulSet", "LeaderWorkerSet", "RayService", "InferenceService"})
 JOB_DEFAULT_BACKOFF_LIMIT = 6  # Kubernetes batch/v1 Job spec.backoffLimit default
 
 
@@ -61,6 +64,12 @@ def team_namespaces(snapshot: ClusterSnapshot, teams: TeamDirectory) -> dict[str
         team = teams.team_for(pod.namespace)
         out.setdefault(team.name, list(team.namespaces))
     return out
+
+
+def _role(consumer: Consumer) -> str:
+    if consumer.finding_kind != "idle-notebook" and consumer.consumer_kind in SERVING_KINDS:
+        return "serving"
+    return ROLES.get(consumer.finding_kind, "job")
 
 
 def _restarts_cleanly(consumer: Consumer, pods: Sequence[GpuPod], snapshot: ClusterSnapshot) -> str | None:
@@ -124,7 +133,7 @@ def consumer_usages(
         signal = next((h.engine_signal for h in seen if h.engine_signal), None)
         out.append(ConsumerUsage(
             key=key, team=teams.team_for(consumer.namespace).name, namespace=consumer.namespace,
-            consumer_kind=consumer.consumer_kind, name=consumer.name, role=ROLES.get(consumer.finding_kind, "job"),
+            consumer_kind=consumer.consumer_kind, name=consumer.name, role=_role(consumer),
             pods=tuple(p.name for p in members), whole_gpus=whole,
             gpus=round(sum(gpu_equivalents_of(p, snapshot) for p in members), 6), gpu_model=model,
             instance_type=node.instance_type if node else None,
