@@ -13,6 +13,7 @@ from typing import Sequence
 
 from actions.advice.model import ConsumerUsage, Recommendation, TeamBaseline
 from actions.advice.recommend import advise, could_save
+from actions.advice.request import consumer_key_of
 from actions.advice.usage import (
     consumer_pods,
     consumer_usages,
@@ -23,8 +24,11 @@ from actions.advice.usage import (
     team_baselines,
     team_namespaces,
 )
+from actions.detect.gate import pods_of, refusals
+from actions.detect.owners import OwnerIndex
 from actions.model.snapshot import ClusterSnapshot
 from actions.policy.advice import AdvicePolicy
+from actions.policy.namespaces import PolicyBook
 from actions.policy.rules import Policy
 from actions.policy.teams import TeamDirectory
 from actions.ports import HistorySource
@@ -99,8 +103,29 @@ def gather_advice(
                              advice_policy.window_seconds, fetched.container_busy)
     baselines = team_baselines(snapshot, fetched.teams, policy, teams, advice_policy.commitment_window_seconds)
     uses = reserved_uses(snapshot, fetched.reserved, policy, advice_policy.commitment_window_seconds)
-    recs = advise(usages, baselines, prices, advice_policy, team=team, reserved=uses)
+    recs = gate_changes(advise(usages, baselines, prices, advice_policy, team=team, reserved=uses),
+                        usages, snapshot, PolicyBook(policy, teams, snapshot.namespace_annotations), at)
     return AdviceResult(at, tuple(recs), tuple(usages), tuple(baselines), could_save(recs))
+
+
+def gate_changes(recs: Sequence[Recommendation], usages: Sequence[ConsumerUsage], snapshot: ClusterSnapshot,
+                 book: PolicyBook, at: datetime) -> list[Recommendation]:
+    """``recs`` with every change passed through the one gate (:func:`actions.detect.gate.refusals`,
+    mode ``report`` included): a change the gate refuses loses its ``resize``, so its action
+    (advice only: no request, no Approve), and says why in its notes. Pure."""
+    index = OwnerIndex(snapshot)
+    kinds = {u.key: u.consumer_kind for u in usages}
+    out = []
+    for r in recs:
+        if r.action is None:
+            out.append(r)
+            continue
+        target = r.action.target
+        pods = pods_of(target, (), snapshot, index)
+        why = refusals(r.action, kinds.get(consumer_key_of(r.key), target.kind), pods, snapshot,
+                       book.for_namespace(target.namespace), at, index=index)
+        out.append(replace(r, resize=None, notes=(*r.notes, f"Not offered as a change: {'; '.join(why)}")) if why else r)
+    return out
 
 
 def fleet_advice(results: Sequence[tuple[str, AdviceResult]], at: datetime) -> AdviceResult:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from actions.detect.gate import gate_all
 from actions.detect.idle import TelemetrySet, detect_idle
 from actions.detect.unrequested import unrequested_gpus
 from actions.model.findings import Finding
@@ -81,7 +82,10 @@ def detect(
     """Everything one sweep finds: idle consumers (:func:`~actions.detect.idle.detect_idle`, under the
     policy in force in each namespace) and GPUs no pod requests
     (:func:`~actions.detect.unrequested.unrequested_gpus`, under the global policy), highest USD per hour
-    first, with :func:`telemetry_warnings` and the policy overrides that were ignored. Pure."""
+    first, each through the gate (:func:`~actions.detect.gate.gate_all`: an action the policy,
+    an opt-out, do-not-disrupt or a disruption budget forbids is dropped, the finding then
+    reported with why), with :func:`telemetry_warnings` and the policy overrides that were
+    ignored. Pure."""
     book = policy if isinstance(policy, PolicyBook) else PolicyBook(policy, teams, snapshot.namespace_annotations)
     findings = detect_idle(snapshot, telemetry, prices, book, teams, now)
     snapshots = [telemetry] if isinstance(telemetry, TelemetrySnapshot) else list(telemetry.values())
@@ -91,6 +95,8 @@ def detect(
     )
     if base is not None:
         findings += unrequested_gpus(snapshot, base, prices, book.base, now)
+    # Every action passes the one gate before it is offered (actions.detect.gate).
+    findings = gate_all(findings, snapshot, book, now)
     findings.sort(key=lambda f: (-f.usd_per_hour, f.key))
     warnings: list[str] = list(telemetry_warnings(snapshot, base)) if base is not None else []
     return Detection(findings, tuple(dict.fromkeys([*warnings, *book.warnings])))

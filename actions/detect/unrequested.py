@@ -25,8 +25,9 @@ from collections import defaultdict
 from datetime import datetime, timedelta
 
 from actions.detect.idle import capacity_of, judge_gpu
+from actions.model.disruption import DO_NOT_DISRUPT, EMPTY, UNDERUTILIZED, protected_until
 from actions.model.findings import ActionVerb, Finding, ProposedAction
-from actions.model.kube import KARPENTER_GROUP, GpuPod, Node, ObjectRef, asks_not_to_disrupt
+from actions.model.kube import KARPENTER_GROUP, GpuPod, Node, ObjectRef
 from actions.model.quote import PriceQuote
 from actions.model.snapshot import ClusterSnapshot
 from actions.model.telemetry import GpuTelemetry, TelemetrySnapshot
@@ -37,7 +38,6 @@ from actions.text import usd
 
 KIND = "unrequested-gpus"
 NODECLAIM_API_VERSION = f"{KARPENTER_GROUP}/v1"
-DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 
 
 def _requested(node: Node, pods: list[GpuPod]) -> float:
@@ -69,25 +69,28 @@ def _confirmed(node: Node, podless: list[GpuTelemetry]) -> float:
     return len(whole) + slices
 
 
-def why_not_consolidated(node: Node, snapshot: ClusterSnapshot) -> list[str]:
-    """Why an autoscaler may have left ``node`` up, each as a sentence: outside Karpenter, a pod
-    or the node asking not to be disrupted, a NodePool that never consolidates, or a disruption
-    budget of 0."""
+def why_not_consolidated(node: Node, snapshot: ClusterSnapshot, now: datetime) -> list[str]:
+    """Why an autoscaler may have left ``node`` up at ``now``, each as a sentence: outside
+    Karpenter, a pod or the node asking not to be disrupted, a NodePool that never consolidates,
+    or a disruption budget of 0 for the reason Karpenter would have (``Empty`` for a node without
+    workload pods, else ``Underutilized``)."""
     reasons = []
     managed = node.nodeclaim or node.labels.get("karpenter.sh/nodepool")
     if not managed:
         reasons.append("the node is not managed by Karpenter (no NodeClaim): no autoscaler consolidates it here")
-    if asks_not_to_disrupt(node.annotations.get(DO_NOT_DISRUPT)):
+    if protected_until(node.annotations.get(DO_NOT_DISRUPT), None, on_pod=False):
         reasons.append(f"the node is annotated {DO_NOT_DISRUPT}: \"{node.annotations[DO_NOT_DISRUPT]}\"")
-    if node.do_not_disrupt:
-        shown = ", ".join(node.do_not_disrupt[:5]) + (" and more" if len(node.do_not_disrupt) > 5 else "")
+    protecting = node.protected_by(now)
+    if protecting:
+        shown = ", ".join(protecting[:5]) + (" and more" if len(protecting) > 5 else "")
         reasons.append(f"pod(s) {shown} are annotated {DO_NOT_DISRUPT}")
     pool = snapshot.nodepools.get(node.nodepool or "") if managed else None
     if pool is not None:
         if (pool.consolidate_after or "").strip() == "Never":
             reasons.append(f"NodePool {pool.name} has consolidateAfter: Never")
-        if pool.blocked:
-            reasons.append(f"NodePool {pool.name} has a disruption budget of 0 nodes")
+        budget = pool.forbidding(EMPTY if node.workload_pods == 0 else UNDERUTILIZED, now)
+        if budget is not None:
+            reasons.append(f"NodePool {pool.name} has a disruption budget of 0 nodes ({budget.describe()})")
         if pool.consolidation_policy == "WhenEmpty" and node.workload_pods:
             reasons.append(f"NodePool {pool.name} consolidates only empty nodes (WhenEmpty), and {node.workload_pods} pod(s) run here")
     return reasons
@@ -139,9 +142,9 @@ def unrequested_gpus(
         starts = [g.first_sample for g in podless if g.first_sample is not None]
         since = max(starts) if starts else now - timedelta(seconds=telemetry.window_seconds)
         empty = node.workload_pods == 0
-        notes = why_not_consolidated(node, snapshot)
+        notes = why_not_consolidated(node, snapshot, now)
         action = None
-        if empty and node.nodeclaim and not node.do_not_disrupt:
+        if empty and node.nodeclaim and not node.protected_by(now):
             target = ObjectRef(NODECLAIM_API_VERSION, "NodeClaim", "", node.nodeclaim)
             action = ProposedAction(
                 ActionVerb.DELETE_NODECLAIM, target,

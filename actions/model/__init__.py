@@ -1,4 +1,5 @@
 """The bot's plain data, by subject: :mod:`.kube` (nodes, GPU pods and their owners),
+:mod:`.disruption` (Karpenter's do-not-disrupt and NodePool disruption budgets),
 :mod:`.kueue` (Workloads and queues), :mod:`.snapshot` (one read of a cluster),
 :mod:`.telemetry` (per-GPU DCGM figures over a window), :mod:`.quote` (a price with its source),
 :mod:`.findings` (findings and the actions that fix them), :mod:`.usage` (usage over a period,

@@ -8,13 +8,13 @@ GPUs are physical-GPU equivalents (a MIG slice or a shared replica a fraction of
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
 from typing import Iterable, Mapping
 
 from actions.hardware.gpus import GPU_RESOURCE, gpu_equivalents, gpu_family, mig_profile
+from actions.model.disruption import FOREVER, DisruptionBudget
 
 # API groups of the custom resources the bot reads and patches.
 KUEUE_GROUP = "kueue.x-k8s.io"
@@ -120,7 +120,8 @@ class Node:
     ``nvidia.com/gpu`` and ``gpu_devices`` every GPU resource's capacity (whole, shared, MIG).
     ``nodeclaim`` is the Karpenter NodeClaim that launched the node (None outside Karpenter);
     ``workload_pods`` counts the pods bound to it that are not DaemonSet pods (any that hold it);
-    ``do_not_disrupt`` names those annotated ``karpenter.sh/do-not-disrupt: "true"``;
+    ``do_not_disrupt`` names those annotated ``karpenter.sh/do-not-disrupt`` and
+    ``do_not_disrupt_until`` says until when each is protected (see :meth:`protected_by`);
     ``daemonset_pods`` names (``namespace/name``) the DaemonSet pods bound to it, dcgm-exporter's
     among them.
     """
@@ -138,6 +139,12 @@ class Node:
     workload_pods: int = 0
     do_not_disrupt: tuple[str, ...] = ()
     daemonset_pods: tuple[str, ...] = ()
+    do_not_disrupt_until: Mapping[str, datetime] = field(default_factory=dict)
+
+    def protected_by(self, now: datetime) -> tuple[str, ...]:
+        """The pods of :attr:`do_not_disrupt` whose protection still holds at ``now``: ``"true"``,
+        or a duration after the pod's start that has not run out."""
+        return tuple(p for p in self.do_not_disrupt if self.do_not_disrupt_until.get(p, FOREVER) > now)
 
     @property
     def gpu_family(self) -> str | None:
@@ -178,38 +185,36 @@ class Node:
         return mig_profile(self.gpu_product) if self.gpu_product and "-MIG-" in self.gpu_product.upper() else None
 
 
-_GO_DURATION = re.compile(r"^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
-
-
-def asks_not_to_disrupt(value: str | None) -> bool:
-    """Whether a ``karpenter.sh/do-not-disrupt`` annotation value holds the pod or node: ``"true"``,
-    or since Karpenter v1.12 a duration (``"30m"``, ``"2h"``) for which it does."""
-    return value is not None and (value.strip() == "true" or bool(_GO_DURATION.match(value.strip())))
-
-
 @dataclass(frozen=True)
 class Tenant:
     """A live pod bound to a node, as far as the node's use is concerned: ``pod`` is
     ``namespace/name``; ``daemonset`` when a DaemonSet owns it (it runs on every node and keeps
-    none); ``do_not_disrupt`` when annotated ``karpenter.sh/do-not-disrupt`` (:func:`asks_not_to_disrupt`)."""
+    none); ``do_not_disrupt`` when annotated ``karpenter.sh/do-not-disrupt`` and
+    ``do_not_disrupt_until`` until when (:func:`actions.model.disruption.protected_until`)."""
 
     node: str
     pod: str
     daemonset: bool = False
     do_not_disrupt: bool = False
+    do_not_disrupt_until: datetime | None = None
 
 
 @dataclass(frozen=True)
 class NodePool:
     """A Karpenter NodePool (karpenter.sh/v1), reduced to what decides whether Karpenter will
     consolidate its nodes: ``consolidation_policy`` (``WhenEmpty`` or
-    ``WhenEmptyOrUnderutilized``), ``consolidate_after`` (a duration, or ``"Never"``) and
-    ``blocked`` (a disruption budget of 0 nodes at all times)."""
+    ``WhenEmptyOrUnderutilized``), ``consolidate_after`` (a duration, or ``"Never"``) and its
+    disruption ``budgets``."""
 
     name: str
     consolidation_policy: str = "WhenEmptyOrUnderutilized"
     consolidate_after: str | None = None
-    blocked: bool = False
+    budgets: tuple[DisruptionBudget, ...] = ()
+
+    def forbidding(self, reason: str, now: datetime) -> DisruptionBudget | None:
+        """The first budget that allows no node to be disrupted for ``reason`` (``Empty``,
+        ``Underutilized``, ``Drifted``) at ``now``; None when Karpenter itself could disrupt one."""
+        return next((b for b in self.budgets if b.forbids(reason, now)), None)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ request's states and its message are :mod:`bot.chat.proposals`'s.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -194,11 +195,16 @@ class Approvals:
         started = time.monotonic() if started is None else started
         request_id, finding = req.id, finding_of(req)
         try:
-            # Right-sizing is re-checked by the executor itself: it reads the target and plans the
-            # patch only while its GPU request is what the advice saw (actions.remedy.resize).
+            # Every kind passes the gate again on a fresh read of its cluster: the idle kinds in
+            # detection itself; right-sizing here, and the executor then plans the patch only
+            # while the GPU request is what the advice saw (actions.remedy.resize).
             fresh = finding if req.kind == RIGHT_SIZE else {
                 f.key: f for f in self.rt.detect(now, cluster=req.cluster)
             }.get(req.key)
+            # Detection leaves out an opted-out consumer altogether: the gate says why, not "busy".
+            refused = self.rt.gate(finding, req.cluster, now) if fresh is None or fresh is finding else ()
+            if refused:
+                fresh = dataclasses.replace(finding, action=None, report_reason="; ".join(refused))
         except Exception as e:  # noqa: BLE001 - any source failure must leave the request decided, not stuck
             self._count_failure(req.verb, "recheck", e)
             self._settle(
@@ -217,6 +223,13 @@ class Approvals:
                 note=f"The re-check took {took:.0f} s, longer than its {budget:g} s, so nothing was changed.",
             )
             return Outcome(False, f"Request #{request_id}: the re-check took {took:.0f} s; nothing was changed.")
+        if fresh is not None and fresh.action is None and fresh.report_reason:
+            self._settle(
+                request_id, "approved", "superseded", now, event="superseded",
+                detail={"reason": "refused by the gate", "why": fresh.report_reason},
+                note=f"Re-checked at {short_time(now)}: the bot may not act now: {fresh.report_reason}.",
+            )
+            return Outcome(False, f"Request #{request_id}: not acted on: {plain(fresh.report_reason)}.")
         if fresh is None or fresh.action is None:
             self._settle(
                 request_id, "approved", "superseded", now, event="superseded",

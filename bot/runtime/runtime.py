@@ -19,10 +19,12 @@ from actions.cost.report import CostReport
 from actions.cost.reporting import CostSetup, build_fleet_report, build_report
 from actions.detect.clusters import in_cluster
 from actions.detect.detection import Detection
+from actions.detect.gate import pods_of, policy_for, refusals
 from actions.kueue.queues import QueueReport, queue_report
 from actions.model.findings import Finding
 from actions.model.snapshot import ClusterSnapshot
 from actions.model.times import utc_now
+from actions.policy.namespaces import PolicyBook
 from actions.policy.rules import Policy
 from actions.policy.teams import TeamDirectory
 from actions.ports import ClusterReader, ClusterWriter, TelemetrySource
@@ -154,6 +156,18 @@ class Runtime:
         """The idle findings at ``now`` (:meth:`detection`), as the re-check right before acting
         reads them (``cluster``: the request's cluster alone). Raises what the sources raise."""
         return self.detection(now, cluster).findings
+
+    def gate(self, finding: Finding, cluster: str, now: datetime) -> tuple[str, ...]:
+        """Why the one gate (:func:`actions.detect.gate.refusals`, mode ``report`` included)
+        refuses ``finding``'s action at ``now``, on a fresh read of ``cluster`` (a request's
+        ``cluster``): one sentence per guard, empty when it may go. Raises what the reader raises."""
+        action = finding.action
+        if action is None:
+            return ()
+        snapshot = self.snapshot(now) if not self.clusters else self.parts(cluster).cluster.snapshot(now)
+        book = PolicyBook(self.policy, self.teams, snapshot.namespace_annotations)
+        pods = pods_of(action.target, finding.pods, snapshot)
+        return refusals(action, finding.consumer_kind, pods, snapshot, policy_for(book, finding), now)
 
     # --- which cluster ----------------------------------------------------------------------------
 

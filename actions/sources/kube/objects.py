@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Iterable, Mapping
 
 from actions.hardware.gpus import GPU_RESOURCE, is_gpu_resource
+from actions.model.disruption import DO_NOT_DISRUPT, DisruptionBudget, protected_until
 from actions.model.kube import (
     CapacityType,
     GpuPod,
@@ -23,7 +24,6 @@ from actions.model.kube import (
     OwnerRef,
     ScalableOwner,
     Tenant,
-    asks_not_to_disrupt,
 )
 from actions.model.kueue import Workload
 from actions.sources.kube.structs import (
@@ -224,7 +224,6 @@ def gpu_pod(pod: Pod) -> GpuPod | None:
     )
 
 
-DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 
 
 def tenant(pod: Pod) -> Tenant | None:
@@ -234,11 +233,13 @@ def tenant(pod: Pod) -> Tenant | None:
     if pod.status.phase in FINISHED_PHASES or not pod.spec.node_name:
         return None
     meta = pod.metadata
+    until = protected_until(meta.annotations.get(DO_NOT_DISRUPT), pod.status.start_time)
     return Tenant(
         node=pod.spec.node_name,
         pod=f"{meta.namespace}/{meta.name}",
         daemonset=any(o.kind == "DaemonSet" and o.controller for o in meta.owner_references),
-        do_not_disrupt=asks_not_to_disrupt(meta.annotations.get(DO_NOT_DISRUPT)),
+        do_not_disrupt=until is not None,
+        do_not_disrupt_until=until,
     )
 
 
@@ -248,6 +249,7 @@ def with_tenants(nodes: Iterable[Node], tenants: Iterable[Tenant], nodeclaims: M
     counts: dict[str, int] = {}
     daemons: dict[str, list[str]] = {}
     blocking: dict[str, list[str]] = {}
+    until: dict[str, dict[str, datetime]] = {}
     for t in tenants:
         if t.daemonset:
             daemons.setdefault(t.node, []).append(t.pod)
@@ -255,12 +257,15 @@ def with_tenants(nodes: Iterable[Node], tenants: Iterable[Tenant], nodeclaims: M
             counts[t.node] = counts.get(t.node, 0) + 1
         if t.do_not_disrupt:
             blocking.setdefault(t.node, []).append(t.pod)
+            if t.do_not_disrupt_until is not None:
+                until.setdefault(t.node, {})[t.pod] = t.do_not_disrupt_until
     claims = nodeclaims or {}
     return {
         n.name: dataclasses.replace(
             n,
             workload_pods=counts.get(n.name, 0),
             do_not_disrupt=tuple(sorted(blocking.get(n.name, ()))),
+            do_not_disrupt_until=until.get(n.name, {}),
             daemonset_pods=tuple(sorted(daemons.get(n.name, ()))),
             nodeclaim=n.nodeclaim or claims.get(n.name),
         )
@@ -275,8 +280,9 @@ def nodepool(obj: K8sNodePool) -> NodePool:
         name=obj.metadata.name,
         consolidation_policy=d.consolidation_policy,
         consolidate_after=d.consolidate_after,
-        # A budget of "0" (or "0%") with no schedule blocks every voluntary disruption.
-        blocked=any(b.nodes.strip() in ("0", "0%") and not b.schedule for b in d.budgets),
+        budgets=tuple(
+            DisruptionBudget(b.nodes, tuple(b.reasons or ()), b.schedule, b.duration) for b in d.budgets
+        ),
     )
 
 

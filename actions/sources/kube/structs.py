@@ -181,6 +181,7 @@ class K8sNodeClaim(msgspec.Struct):
 class DisruptionBudget(msgspec.Struct):
     nodes: str = "10%"
     schedule: str | None = None
+    duration: str | None = None
     reasons: list[str] | None = None
 
 

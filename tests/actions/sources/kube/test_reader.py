@@ -5,11 +5,12 @@ from __future__ import annotations
 import copy
 import json
 import re
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from actions.model.kube import CapacityType, OwnerRef, asks_not_to_disrupt
+from actions.model.disruption import FOREVER, protected_until
+from actions.model.kube import CapacityType, OwnerRef
 from actions.sources.kube.dump import snapshot_from_kubectl_dump
 from actions.sources.kube.objects import capacity_type
 from actions.sources.kube.reader import ClusterReadError, KubernetesSource
@@ -301,11 +302,19 @@ def test_load_kube_config_reads_a_kubeconfig_file(dump, tmp_path):
         assert {r.authorization for r in fake.requests} == {"Bearer t0ken"}
 
 
+STARTED = datetime(2026, 11, 20, 6, 0, tzinfo=timezone.utc)
+
+
 @pytest.mark.parametrize(
-    "value, holds",
-    # Karpenter's karpenter.sh/do-not-disrupt: "true", or since v1.12 a Go duration the pod is
-    # protected for (kubernetes-sigs/karpenter pkg/apis/v1 DoNotDisruptAnnotationKey).
-    [("true", True), ("30m", True), ("1h30m", True), ("false", False), ("", False), ("yes", False), (None, False)],
+    "value, on_pod, until",
+    # Karpenter's karpenter.sh/do-not-disrupt: "true", or on a pod a Go duration after the pod's
+    # start at which the protection ends (karpenter.sh reference "Well-Known Annotations";
+    # kubernetes-sigs/karpenter pkg/apis/v1 DoNotDisruptAnnotationKey). A node takes "true" only.
+    [("true", True, FOREVER), ("true", False, FOREVER), ("30m", True, STARTED + timedelta(minutes=30)),
+     ("1h30m", True, STARTED + timedelta(hours=1, minutes=30)), ("30m", False, None), ("false", True, None),
+     ("", True, None), ("yes", True, None), ("30", True, None), (None, True, None)],
 )
-def test_do_not_disrupt_values(value, holds):
-    assert asks_not_to_disrupt(value) is holds
+def test_do_not_disrupt_values(value, on_pod, until):
+    assert protected_until(value, STARTED, on_pod=on_pod) == until
+    # A pod not started yet: its clock has not begun.
+    assert protected_until(value, None, on_pod=on_pod) == (None if until is None else FOREVER)
