@@ -1,5 +1,5 @@
 """Commit to the steady baseline: a team whose GPUs of one family are in use every hour pays
-less for that floor under a reservation or savings plan than at the rates it pays now. Pure.
+less for that floor under a Reserved Instance or Savings Plan than at the rates it pays now. Pure.
 
 The baseline is the ``AdvicePolicy.baseline_quantile`` (default the 10th percentile) of hourly
 GPUs in use over ``commitment_window_seconds`` (default 30 days), rounded down to whole GPUs:
@@ -8,10 +8,12 @@ whose GPUs were in use in fewer than ``min_baseline_coverage`` of the hours has 
 the hours with none are its 10th percentile. Committed rates come from
 ``advice.commitment_rates`` (negotiated or published; each names its source and as-of date),
 else from ``prices.instance_types.<type>.reserved_usd_per_hour``, else from AWS's Pricing API (the
-1-year standard No Upfront Reserved Instance rate) where live prices are enabled.
+1-year standard No Upfront Reserved Instance rate) where live prices are enabled. That live rate is
+advice of what a commitment would cost, never the price of capacity: the rate paid now is the
+price book's (on-demand after any ``prices.discounts`` already bought).
 
 The opposite (:func:`advise_reserved`): reserved GPUs idle in more than
-``reserved_idle_ratio`` of their hours cost that share of the commitment for nothing; the
+``reserved_idle_ratio`` of their hours cost that share of what they are billed for nothing; the
 advice is to move on-demand work onto them (a Kueue ResourceFlavor for the reserved nodes first
 in the ClusterQueue) or to commit to fewer at renewal.
 """
@@ -31,20 +33,27 @@ from actions.pricing.catalog import family_key
 from actions.text import usd_rate
 
 
-def committed_rate(b: TeamBaseline | ReservedUse, prices: PriceBook, policy: AdvicePolicy) -> PriceQuote | None:
-    """The committed USD per GPU-hour for ``b``'s GPU family: ``policy.commitment_rates`` first,
-    then the config's reserved rate for the team's instance type, then a live Reserved Instance
-    price (1-year No Upfront, AWS Pricing API, when ``prices.aws`` is enabled); ``None`` when
-    none is known."""
-    family = family_key(b.gpu_model)
+def configured_commitment(gpu_model: str, policy: AdvicePolicy) -> PriceQuote | None:
+    """``policy.commitment_rates`` for ``gpu_model``'s family as a quote (USD per GPU-hour,
+    ``basis="commitment"``), or ``None`` when none is configured."""
+    family = family_key(gpu_model)
     rate = policy.commitment_rates.get(family)
-    if rate is not None:
-        return PriceQuote(
-            usd_per_gpu_hour=rate.usd_per_gpu_hour, capacity_type=CapacityType.RESERVED,
-            source=f"config advice.commitment_rates.{family} ({rate.term}): {rate.source}",
-            as_of=rate.as_of, basis="commitment", gpu_model=family,
-        )
-    return prices.reserved_quote(b.instance_type)
+    if rate is None:
+        return None
+    return PriceQuote(
+        usd_per_gpu_hour=rate.usd_per_gpu_hour, capacity_type=CapacityType.RESERVED,
+        source=f"config advice.commitment_rates.{family} ({rate.term}): {rate.source}",
+        as_of=rate.as_of, basis="commitment", gpu_model=family,
+    )
+
+
+def committed_rate(b: TeamBaseline, prices: PriceBook, policy: AdvicePolicy) -> PriceQuote | None:
+    """What a commitment for ``b``'s GPU family would cost, USD per GPU-hour:
+    ``policy.commitment_rates`` first, then :meth:`~actions.pricing.book.PriceBook.commitment_quote`
+    (the config's reserved rate for the team's instance type, then a live Reserved Instance rate,
+    1-year No Upfront, AWS Pricing API, when ``prices.aws`` is enabled); ``None`` when none is
+    known."""
+    return configured_commitment(b.gpu_model, policy) or prices.commitment_quote(b.instance_type)
 
 
 def advise_commitment(b: TeamBaseline, prices: PriceBook, policy: AdvicePolicy) -> Recommendation | None:
@@ -78,9 +87,9 @@ def advise_commitment(b: TeamBaseline, prices: PriceBook, policy: AdvicePolicy) 
     evidence.append((f"paid now ({paying.value})", f"{usd_rate(paid_rate)}/GPU-hour"))
     summary = f"commit to {gpus} {family} GPU{'s' if gpus > 1 else ''} for team {b.team}"
     change = (
-        f"buy a reservation or savings plan covering {gpus} {family} GPU{'s' if gpus > 1 else ''}"
+        f"buy a Reserved Instance or Savings Plan covering {gpus} {family} GPU{'s' if gpus > 1 else ''}"
         + (f" ({b.instance_type})" if b.instance_type else "")
-        + "; list its node pool in policy.reserved_nodepools once bought"
+        + "; once bought, add it to prices.discounts and list its node pool in policy.reserved_nodepools"
     )
     committed = committed_rate(b, prices, policy)
     key = f"commitment/{b.team}/{family}"
@@ -107,13 +116,15 @@ def advise_commitment(b: TeamBaseline, prices: PriceBook, policy: AdvicePolicy) 
 
 def advise_reserved(r: ReservedUse, prices: PriceBook, policy: AdvicePolicy) -> Recommendation | None:
     """Advice for reserved GPUs idle in more than ``policy.reserved_idle_ratio`` of their hours,
-    for the cluster admins: what the idle share costs a month at the committed rate (else the
-    reserved quote, which may be the on-demand price, as its source says). ``None`` when they
-    are used enough or no price is known. Pure."""
+    for the cluster admins: what the idle share costs a month at the committed rate
+    (``policy.commitment_rates``), else at what reserved capacity is billed (the price book's
+    reserved quote: ``reserved_usd_per_hour``, else the on-demand price after any
+    ``prices.discounts``, as its source says; never a live Reserved Instance rate). ``None`` when
+    they are used enough or no price is known. Pure."""
     if r.gpus <= 0 or r.idle_share <= policy.reserved_idle_ratio:
         return None
     family = family_key(r.gpu_model)
-    quote = committed_rate(r, prices, policy)
+    quote = configured_commitment(r.gpu_model, policy)
     if quote is None:
         try:
             quote = prices.quote(r.instance_type, CapacityType.RESERVED, r.gpu_model)

@@ -16,7 +16,9 @@ class PriceQuote:
 
     ``source`` names the origin (e.g. ``"bundled catalog: AWS EC2 on-demand, us-east-1"`` or
     ``"config override"``) and ``as_of`` the date the figure was published or fetched.
-    ``basis`` says what was matched: ``"instance-type"``, ``"gpu-model"`` or ``"default"``.
+    ``basis`` says what was matched: ``"instance-type"``, ``"gpu-model"`` or ``"default"``; or
+    ``"commitment"`` for a committed rate the advice compares against (``advice.commitment_rates``
+    or a live Reserved Instance rate), which prices no node.
     """
 
     usd_per_gpu_hour: float

@@ -8,9 +8,10 @@ Lookup order of :meth:`PriceBook.quote`, first hit wins:
 
 1. config override for the instance type (``prices.instance_types``), field by field over the
    catalog entry, so an override of the on-demand rate keeps the catalog's spot rate;
-2. live prices fetched from the cloud provider (``PriceBook(..., live=...)``, see
-   :class:`~actions.pricing.live.LivePrice` and :mod:`actions.sources.aws.prices`; only when ``prices.aws.enabled``), also
-   field by field: a configured on-demand rate still leaves the live spot price in use;
+2. live on-demand and spot prices fetched from the cloud provider (``PriceBook(..., live=...)``,
+   see :class:`~actions.pricing.live.LivePrice` and :mod:`actions.sources.aws.prices`; only when
+   ``prices.aws.enabled``), also field by field: a configured on-demand rate still leaves the
+   live spot price in use;
 3. the bundled catalog entry for the instance type;
 4. the config flat price for the GPU family (``prices.gpu_families``, for on-prem or reserved
    capacity, the same for every capacity type);
@@ -19,11 +20,23 @@ Lookup order of :meth:`PriceBook.quote`, first hit wins:
 
 and otherwise :class:`PriceNotFound`.
 
-Capacity types: SPOT uses the spot price when one is known, else the on-demand price (the quote's
-source says so); ON_DEMAND, UNKNOWN and RESERVED use on-demand (reserved capacity such as an
-on-demand capacity reservation bills at the on-demand rate unless ``reserved_usd_per_hour`` is
-configured). A quote keeps the capacity type it was asked for; its ``source`` says which price
-was used. A config price without ``as_of`` gives a quote with an empty ``as_of``.
+Capacity types (Karpenter's ``karpenter.sh/capacity-type`` values): SPOT uses the spot price when
+one is known, else the on-demand price (the quote's source says so); ON_DEMAND and UNKNOWN use
+on-demand; RESERVED (On-Demand Capacity Reservations and Capacity Blocks, which EC2 charges at the
+on-demand rate or the block's own price) uses ``prices.instance_types.<type>.reserved_usd_per_hour``
+when configured, else on-demand. A live Reserved Instance rate (offer ``reserved-instance``) never
+prices capacity, so live prices on or off price a reserved node alike; it only tells the advice
+what a commitment would cost (:meth:`PriceBook.commitment_quote`).
+
+Billing discounts (``prices.discounts``: Reserved Instances, Savings Plans) apply to hours priced
+at the on-demand rate, whatever the capacity type: ON_DEMAND, UNKNOWN, and RESERVED without a
+configured reservation rate; never to spot, a reservation's own rate or a flat family price. A
+discount naming the instance type wins over one naming its GPU family. The discounted quote's
+``source`` ends with the discount (kind, ``prices.discounts[i]``, terms, note, as-of date); its
+``as_of`` is the on-demand price's for a percent, the discount's for a rate.
+
+A quote keeps the capacity type it was asked for; its ``source`` says which price was used. A
+config price without ``as_of`` gives a quote with an empty ``as_of``.
 """
 
 from __future__ import annotations
@@ -36,7 +49,8 @@ from actions.model.kube import CapacityType
 from actions.model.quote import PriceQuote
 from actions.model.times import format_time
 from actions.pricing.catalog import PriceCatalog, family_key, instance_key
-from actions.pricing.live import LiveKey, LivePrice
+from actions.pricing.discounts import Discount
+from actions.pricing.live import LiveKey, LiveOffer, LivePrice, live_offer
 from actions.pricing.overrides import PriceOverrides
 
 
@@ -73,10 +87,13 @@ class PriceBook:
     """Answers "what does one GPU of this node cost per hour" from the catalog, the config and,
     when given, live prices.
 
-    ``live`` maps ``(instance_type, capacity_type)`` to a :class:`LivePrice` (USD per
-    instance-hour; ``ON_DEMAND``, ``SPOT`` and ``RESERVED`` keys are consulted; instance types
-    match as in :func:`instance_key`). A live price needs the instance's GPU count from the catalog or from
-    ``prices.instance_types.<type>.gpus``. Pure: no I/O after construction.
+    ``live`` maps ``(instance_type, offer)`` to a :class:`LivePrice` (USD per instance-hour;
+    offers as :class:`~actions.pricing.live.LiveOffer` or their values ``"on-demand"``, ``"spot"``,
+    ``"reserved-instance"``; instance types match as in :func:`instance_key`). On-demand and spot
+    prices price capacity; a Reserved Instance rate only :meth:`commitment_quote`. A live price
+    needs the instance's GPU count from the catalog or from ``prices.instance_types.<type>.gpus``.
+    Raises ValueError for a key whose offer is none of those (a capacity type ``reserved`` among
+    them). Pure: no I/O after construction.
     """
 
     def __init__(
@@ -90,7 +107,7 @@ class PriceBook:
         self.live: dict[LiveKey, LivePrice] | None = (
             None
             if live is None
-            else {(instance_key(t), CapacityType(c)): p for (t, c), p in live.items()}
+            else {(instance_key(t), live_offer(c)): p for (t, c), p in live.items()}
         )
 
     def quote(
@@ -149,21 +166,36 @@ class PriceBook:
             + f" Add a price to the config, e.g. {config_example(None, family)}"
         )
 
-    def reserved_quote(self, instance_type: str | None) -> PriceQuote | None:
-        """A reserved rate for ``instance_type``, USD per GPU-hour, only when one is known: the
-        config's ``reserved_usd_per_hour``, else a live Reserved Instance price (1-year No
-        Upfront, from the Pricing API). ``None`` otherwise; :meth:`quote` would stand in the
-        on-demand price, which says nothing about what a commitment saves."""
+    def commitment_quote(self, instance_type: str | None) -> PriceQuote | None:
+        """What committing to ``instance_type`` would cost, USD per GPU-hour, for advice, only when
+        a rate is known: the config's ``reserved_usd_per_hour`` (what your reserved capacity of
+        that type is billed at, as :meth:`quote` prices it), else the live Reserved Instance rate
+        (1-year standard No Upfront, AWS Pricing API; ``basis="commitment"``). ``None`` otherwise:
+        the on-demand price says nothing about what a commitment saves. Never the price of a node:
+        :meth:`quote` does not use a live Reserved Instance rate."""
         if not instance_type:
             return None
         found = self.overrides.instance(instance_type)
-        live = self._live(instance_type, CapacityType.RESERVED)
-        if not ((found and found[1].reserved_usd_per_hour) or live):
+        if found and found[1].reserved_usd_per_hour:
+            try:
+                return self.quote(instance_type, CapacityType.RESERVED, None)
+            except PriceNotFound:
+                return None
+        live = self._live(instance_type, LiveOffer.RESERVED_INSTANCE)
+        gpus = self.instance_gpus(instance_type)
+        if live is None or not gpus:
             return None
-        try:
-            return self.quote(instance_type, CapacityType.RESERVED, None)
-        except PriceNotFound:
-            return None
+        entry = self.catalog.entry(instance_type)
+        fetched = format_time(live.as_of)
+        return PriceQuote(
+            usd_per_gpu_hour=live.usd_per_hour / gpus,
+            capacity_type=CapacityType.RESERVED,
+            source=f"{live.source}, fetched {fetched}",
+            as_of=fetched,
+            basis="commitment",
+            instance_type=instance_type,
+            gpu_model=entry.gpu_model if entry else None,
+        )
 
     def instance_names(self) -> list[str]:
         """Instance types (and catalog aliases) that can be named in a request: the catalog's
@@ -195,8 +227,8 @@ class PriceBook:
     ) -> PriceQuote | None:
         found = self.overrides.instance(instance_type)
         entry = self.catalog.entry(instance_type)
-        live_od = self._live(instance_type, CapacityType.ON_DEMAND)
-        live_spot = self._live(instance_type, CapacityType.SPOT)
+        live_od = self._live(instance_type, LiveOffer.ON_DEMAND)
+        live_spot = self._live(instance_type, LiveOffer.SPOT)
         tried.append(
             f"config prices.instance_types.{instance_type}: {'set' if found else 'not set'}"
         )
@@ -217,6 +249,11 @@ class PriceBook:
                 f"config prices.instance_types.{name} has no gpus, needed for an instance type the catalog does not list"
             )
             return None
+        family = entry.gpu_model if entry else (family_key(gpu_model) if gpu_model else None)
+        discount = self.overrides.discount(instance_type, family)
+
+        def discounted(p: _InstancePrice | None) -> _InstancePrice | None:
+            return p if p is None or discount is None else _discounted(p, *discount, gpus)
 
         def from_override(field: str, label: str) -> _InstancePrice | None:
             value = getattr(override, field) if override else None
@@ -266,20 +303,19 @@ class PriceBook:
             if price is None and on_demand is not None and not strict:
                 price = _with_note(on_demand, "no spot price known, priced at on-demand")
         elif capacity is CapacityType.RESERVED:
-            price = from_override("reserved_usd_per_hour", "reserved") or from_live(
-                self._live(instance_type, CapacityType.RESERVED)
-            )
+            # The reservation's own rate, else on-demand: never a Reserved Instance rate, which is
+            # a billing discount (prices.discounts), not what reserved capacity costs.
+            price = from_override("reserved_usd_per_hour", "reserved")
             if price is None and on_demand is not None:
-                price = _with_note(on_demand, "reserved capacity priced at on-demand")
+                price = discounted(_with_note(on_demand, "reserved capacity priced at on-demand"))
         elif capacity is CapacityType.UNKNOWN:
-            price = on_demand and _with_note(on_demand, "capacity type unknown, priced as on-demand")
+            price = discounted(on_demand and _with_note(on_demand, "capacity type unknown, priced as on-demand"))
         else:
-            price = on_demand
+            price = discounted(on_demand)
         if price is None:
             fallback = "" if strict and capacity is CapacityType.SPOT else " or on-demand"
             tried.append(f"no {capacity.value}{fallback} price for {instance_type}")
             return None
-        family = entry.gpu_model if entry else (family_key(gpu_model) if gpu_model else None)
         return PriceQuote(
             usd_per_gpu_hour=price.usd_per_hour / gpus,
             capacity_type=capacity,
@@ -290,10 +326,10 @@ class PriceBook:
             gpu_model=family,
         )
 
-    def _live(self, instance_type: str, capacity: CapacityType) -> LivePrice | None:
+    def _live(self, instance_type: str, offer: LiveOffer) -> LivePrice | None:
         if self.live is None:
             return None
-        return self.live.get((instance_key(instance_type), capacity))
+        return self.live.get((instance_key(instance_type), offer))
 
     def _family_quote(
         self,
@@ -343,11 +379,19 @@ class PriceBook:
             as_ofs = [e.as_of for e in entries]
         names = ", ".join(e.instance_type for e in used)
         over = "1 instance type" if len(used) == 1 else f"median over {len(used)} instance types"
+        median = _InstancePrice(
+            statistics.median(values),  # type: ignore[type-var]
+            f"bundled catalog: {family} price per GPU-hour, {over} ({names}), {what}",
+            _as_of_range(as_ofs),
+        )
+        discount = self.overrides.discount(None, family)
+        if discount is not None and capacity is not CapacityType.SPOT:
+            median = _discounted(median, *discount, 1)
         return PriceQuote(
-            usd_per_gpu_hour=statistics.median(values),  # type: ignore[type-var]
+            usd_per_gpu_hour=median.usd_per_hour,
             capacity_type=capacity,
-            source=f"bundled catalog: {family} price per GPU-hour, {over} ({names}), {what}",
-            as_of=_as_of_range(as_ofs),
+            source=median.source,
+            as_of=median.as_of,
             basis="default",
             gpu_model=family,
         )
@@ -355,6 +399,13 @@ class PriceBook:
 
 def _with_note(p: _InstancePrice, note: str) -> _InstancePrice:
     return _InstancePrice(p.usd_per_hour, f"{p.source}; {note}", p.as_of)
+
+
+def _discounted(p: _InstancePrice, index: int, discount: Discount, gpus: int) -> _InstancePrice:
+    """``p`` (an on-demand price of ``gpus`` GPUs) after ``discount``; the source names it, and a
+    rate (not a percent) brings its own as-of date."""
+    as_of = p.as_of if discount.percent is not None else discount.as_of
+    return _InstancePrice(discount.apply(p.usd_per_hour, gpus), f"{p.source}; {discount.label(index)}", as_of)
 
 
 def _as_of_range(dates: list[str]) -> str:

@@ -1,6 +1,7 @@
 """Prices from the config (``prices:``): per instance type over the catalog, flat per GPU family
-(on-prem or negotiated), and whether to fetch live AWS prices. Pydantic models the settings
-validate into; no I/O.
+(on-prem or negotiated), billing discounts on on-demand hours (``discounts``, see
+:mod:`actions.pricing.discounts`), and whether to fetch live AWS prices. Pydantic models the
+settings validate into; no I/O.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from actions.pricing.catalog import PriceCatalog, family_key, instance_key
+from actions.pricing.discounts import Discount, check_overlaps, find_discount
 
 # --- config overrides ------------------------------------------------------------------------------
 
@@ -15,6 +17,10 @@ from actions.pricing.catalog import PriceCatalog, family_key, instance_key
 class InstancePriceOverride(BaseModel):
     """Your rate for one instance type, USD per instance-hour (e.g. after a discount).
 
+    ``reserved_usd_per_hour`` is what reserved capacity of this type (capacity type ``reserved``:
+    an On-Demand Capacity Reservation, a Capacity Block) is billed at, e.g. a Capacity Block's
+    effective hourly price; without it reserved capacity is priced at on-demand. A Reserved
+    Instance or Savings Plan is no reserved capacity: configure it in ``prices.discounts``.
     Fields left out fall back to the catalog entry. ``gpus`` is required when the instance type is
     not in the catalog (per GPU-hour = instance price / gpus).
     """
@@ -42,7 +48,8 @@ class InstancePriceOverride(BaseModel):
 
 
 class FamilyPriceOverride(BaseModel):
-    """A flat USD per GPU-hour for a GPU family, whatever the capacity type (on-prem, reserved)."""
+    """A flat USD per GPU-hour for a GPU family, whatever the capacity type (on-prem, reserved);
+    ``prices.discounts`` do not apply to it."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -96,13 +103,16 @@ class PriceOverrides(BaseModel):
 
     ``instance_types`` maps instance type (as in ``node.kubernetes.io/instance-type``) -> your
     rates per instance-hour; ``gpu_families`` maps GPU family (``H100``, ``A100``, or a GPU model
-    name such as ``NVIDIA A100-SXM4-80GB``, reduced to its family) -> a flat USD per GPU-hour.
+    name such as ``NVIDIA A100-SXM4-80GB``, reduced to its family) -> a flat USD per GPU-hour;
+    ``discounts`` lists Reserved Instances and Savings Plans (:class:`~actions.pricing.discounts.Discount`),
+    no instance type or family in two of them.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     instance_types: dict[str, InstancePriceOverride] = Field(default_factory=dict)
     gpu_families: dict[str, FamilyPriceOverride] = Field(default_factory=dict)
+    discounts: list[Discount] = Field(default_factory=list)
     aws: AwsLivePrices = Field(default_factory=AwsLivePrices)
 
     @field_validator("gpu_families")
@@ -115,6 +125,16 @@ class PriceOverrides(BaseModel):
                 raise ValueError(f"gpu_families lists family {key} twice (as {name!r} too)")
             out[key] = price
         return out
+
+    @field_validator("discounts")
+    @classmethod
+    def _discounts_do_not_overlap(cls, v: list[Discount]) -> list[Discount]:
+        return check_overlaps(v)
+
+    def discount(self, instance_type: str | None, family: str | None) -> tuple[int, Discount] | None:
+        """The discount on the on-demand hours of ``instance_type`` (GPU ``family``) and its index in
+        ``discounts``: the one naming the instance type, else the one naming the family, else ``None``."""
+        return find_discount(self.discounts, instance_type, family)
 
     def instance(self, instance_type: str) -> tuple[str, InstancePriceOverride] | None:
         """The configured name and override for ``instance_type``, or ``None``."""

@@ -10,18 +10,23 @@ from typing import Iterable
 import sqlalchemy as sa
 from sqlmodel import Field, col, select
 
-from actions.model.kube import CapacityType
-from actions.pricing.live import LivePrice
+from actions.pricing.live import LiveOffer, LivePrice, live_offer
 from actions.store.schema import StoreBase, StoreModel, UTCDateTime, as_utc
+
+# Before the offers were told apart from capacity types, the Reserved Instance rate was cached
+# as "reserved": such a row is that offer, never a price of reserved capacity.
+_LEGACY_OFFERS = {"reserved": LiveOffer.RESERVED_INSTANCE}
 
 
 class PriceCache(StoreModel, table=True):
-    """The last live price fetched for one instance type, capacity type and region.
+    """The last live price fetched for one instance type, offer and region.
 
-    ``usd_per_hour`` is USD per instance-hour; ``source`` says which API and how (see
-    ``actions.pricing.live.LivePrice``); ``as_of`` is when the price was known current, ``fetched_at``
-    when it was written here (both aware UTC). One row per (instance type, capacity type, region):
-    a refresh replaces it.
+    The column ``capacity_type`` holds the :class:`~actions.pricing.live.LiveOffer` value
+    (``on-demand``, ``spot`` or ``reserved-instance``; a ``reserved`` row, written by an older
+    version, is read as ``reserved-instance``). ``usd_per_hour`` is USD per instance-hour;
+    ``source`` says which API and how (see ``actions.pricing.live.LivePrice``); ``as_of`` is when
+    the price was known current, ``fetched_at`` when it was written here (both aware UTC). One row
+    per (instance type, offer, region): a refresh replaces it.
     """
 
     __tablename__ = "price_cache"
@@ -38,7 +43,7 @@ class PriceCache(StoreModel, table=True):
         """This row as the ``LivePrice`` it was stored from."""
         return LivePrice(
             instance_type=self.instance_type,
-            capacity_type=CapacityType(self.capacity_type),
+            offer=_LEGACY_OFFERS.get(self.capacity_type) or live_offer(self.capacity_type),
             usd_per_hour=self.usd_per_hour,
             source=self.source,
             as_of=self.as_of,
@@ -50,7 +55,7 @@ class PriceCacheTable(StoreBase):
     """Writing and reading the live-price cache."""
 
     def put_prices(self, rows: Iterable[LivePrice], now: datetime) -> int:
-        """Cache live prices, replacing the row of the same (instance type, capacity type, region)
+        """Cache live prices, replacing the row of the same (instance type, offer, region)
         and stamping ``fetched_at = now``. One transaction. Returns the number of rows written.
 
         Raises ValueError for a naive ``now`` or ``as_of``, or a price that is not > 0 USD/hour.
@@ -59,11 +64,11 @@ class PriceCacheTable(StoreBase):
         values = []
         for row in rows:
             if not row.usd_per_hour > 0:
-                raise ValueError(f"{row.instance_type} {row.capacity_type}: price {row.usd_per_hour} is not > 0")
+                raise ValueError(f"{row.instance_type} {row.offer.value}: price {row.usd_per_hour} is not > 0")
             values.append(
                 dict(
                     instance_type=row.instance_type,
-                    capacity_type=CapacityType(row.capacity_type).value,
+                    capacity_type=live_offer(row.offer).value,
                     region=row.region,
                     usd_per_hour=float(row.usd_per_hour),
                     source=row.source,
@@ -89,7 +94,7 @@ class PriceCacheTable(StoreBase):
 
     def cached_prices(self, region: str, max_age_seconds: float, now: datetime) -> list[LivePrice]:
         """Cached prices of ``region`` fetched at most ``max_age_seconds`` before ``now``, by
-        instance type then capacity type. Older rows are left out (not deleted)."""
+        instance type then offer. Older rows are left out (not deleted)."""
         now = as_utc(now)
         oldest = now - timedelta(seconds=max_age_seconds)
         query = (

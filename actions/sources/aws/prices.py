@@ -10,14 +10,15 @@ identity on EKS) allowed ``pricing:GetProducts`` and ``ec2:DescribeSpotPriceHist
   ``licenseModel=No License required`` and ``marketoption=OnDemand``. The price is the
   ``pricePerUnit.USD`` of the hourly ``OnDemand`` dimension of the matching product. The same
   products carry their ``Reserved`` terms: the hourly rate of the 1-year standard No Upfront
-  Reserved Instance (:data:`~actions.sources.aws.price_list.RESERVED_TERM`) is read from them too, with no further call, for
-  commitment advice.
+  Reserved Instance (:data:`~actions.sources.aws.price_list.RESERVED_TERM`) is read from them too, with no further call, as
+  the offer ``reserved-instance``: advice of what a commitment would cost, never the price of a
+  node (reserved capacity is billed at the on-demand rate, see :mod:`actions.pricing.book`).
 - Spot: ``ec2:DescribeSpotPriceHistory`` in the cluster's region for ``Linux/UNIX`` since
   ``now - 1 h``. AWS includes the record in effect at the start time, so every availability zone
   that offers the type appears; the price is the median over zones of each zone's latest record.
 
 Each price comes back as an :class:`~actions.pricing.live.LivePrice` (USD per instance-hour, with its
-source and the time it was fetched). :func:`default_fetcher` reads them with boto3's default
+offer, source and the time it was fetched). :func:`default_fetcher` reads them with boto3's default
 credential chain; :func:`refresh_live_prices` fetches and caches them in the store; :func:`live_prices_from_store` reads the cache back into the mapping ``PriceBook(...,
 live=...)`` takes. Throttling, 5xx answers and dropped connections are retried with tenacity;
 everything else fails at once as a :class:`PriceFetchError` naming the call.
@@ -42,8 +43,7 @@ from botocore.exceptions import (
 )
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from actions.model.kube import CapacityType
-from actions.pricing.live import LiveKey, LivePrice
+from actions.pricing.live import LiveKey, LiveOffer, LivePrice
 from actions.sources.aws.price_list import (
     ON_DEMAND_FILTERS,
     PriceFetchError,
@@ -160,7 +160,8 @@ class AwsPriceFetcher:
     def on_demand(self, instance_types: Iterable[str], now: datetime) -> list[LivePrice]:
         """On-demand USD per instance-hour of each instance type, from the Pricing API, as of
         ``now`` (aware UTC, the fetch time), each followed by its 1-year No Upfront Reserved
-        Instance rate (capacity type ``reserved``) when the same products list one. Types the API
+        Instance rate (offer ``reserved-instance``, for commitment advice) when the same products
+        list one. Types the API
         lists no plain Linux on-demand price for in this region are left out. One paginated
         ``GetProducts`` per type.
 
@@ -197,7 +198,7 @@ class AwsPriceFetcher:
             out.append(
                 LivePrice(
                     instance_type=instance_type,
-                    capacity_type=CapacityType.ON_DEMAND,
+                    offer=LiveOffer.ON_DEMAND,
                     usd_per_hour=usd,
                     source=f"AWS Pricing API (on-demand, {self.region})",
                     as_of=now,
@@ -209,7 +210,7 @@ class AwsPriceFetcher:
                 out.append(
                     LivePrice(
                         instance_type=instance_type,
-                        capacity_type=CapacityType.RESERVED,
+                        offer=LiveOffer.RESERVED_INSTANCE,
                         usd_per_hour=reserved,
                         source=f"AWS Pricing API (Reserved Instance, 1 year standard, No Upfront, {self.region})",
                         as_of=now,
@@ -257,7 +258,7 @@ class AwsPriceFetcher:
             out.append(
                 LivePrice(
                     instance_type=instance_type,
-                    capacity_type=CapacityType.SPOT,
+                    offer=LiveOffer.SPOT,
                     usd_per_hour=usd,
                     source=(
                         f"EC2 spot price history ({self.region}, median of {zones} "
@@ -326,5 +327,5 @@ def live_prices_from_store(
     store: Store, region: str, max_age: float, now: datetime
 ) -> dict[LiveKey, LivePrice]:
     """The cached prices of ``region`` fetched at most ``max_age`` seconds before ``now``, keyed
-    ``(instance_type, capacity_type)`` as ``PriceBook(..., live=...)`` takes them."""
-    return {(p.instance_type, p.capacity_type): p for p in store.cached_prices(region, max_age, now)}
+    ``(instance_type, offer)`` as ``PriceBook(..., live=...)`` takes them."""
+    return {(p.instance_type, p.offer): p for p in store.cached_prices(region, max_age, now)}

@@ -32,8 +32,10 @@ def recommendation_blocks(r: Recommendation, silenced: bool = False) -> list[dic
         f"Change: {plain(r.change)}",
         "Evidence: " + "; ".join(f"{plain(name)} {plain(value)}" for name, value in r.evidence),
     ]
-    prices = [f"{plain(p.capacity_type.value)} {plain(p.source)}" + (f", as of {plain(p.as_of)}" if p.as_of else "")
-              for p in r.prices]
+    # A committed rate (a Reserved Instance, a Savings Plan) is what a commitment would cost, not
+    # the price of reserved capacity: it is labelled as such.
+    prices = [f"{'committed' if p.basis == 'commitment' else plain(p.capacity_type.value)} {plain(p.source)}"
+              + (f", as of {plain(p.as_of)}" if p.as_of else "") for p in r.prices]
     notes = [plain(n) for n in r.notes]
     if silenced:
         notes.append("Snoozed or exempt from its request's buttons: not posted to the channel until that ends")

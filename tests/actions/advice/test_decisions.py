@@ -1,6 +1,7 @@
 """The advice decisions on hand-made usage (pure): the seed's worked spot example, annotations
 that set the interruption and checkpoint intervals, capacity that is already spot or reserved,
-commitments without a committed rate or with a configured reserved rate."""
+commitments without a committed rate or with a configured reserved rate, reserved capacity never
+priced at a live Reserved Instance rate, and discounts already bought."""
 
 from __future__ import annotations
 
@@ -166,11 +167,11 @@ def test_a_job_restarts_cleanly_by_its_backoff_limit_and_kubernetes_default_of_6
 def test_a_live_reserved_instance_price_prices_the_commitment_when_no_rate_is_configured():
     from datetime import datetime, timezone
 
-    from actions.pricing.live import LivePrice
+    from actions.pricing.live import LiveOffer, LivePrice
 
     fetched = datetime(2026, 11, 23, 6, 0, tzinfo=timezone.utc)
-    live = {("p5.48xlarge", CapacityType.RESERVED): LivePrice(
-        "p5.48xlarge", CapacityType.RESERVED, 36.0,
+    live = {("p5.48xlarge", LiveOffer.RESERVED_INSTANCE): LivePrice(
+        "p5.48xlarge", LiveOffer.RESERVED_INSTANCE, 36.0,
         "AWS Pricing API (Reserved Instance, 1 year standard, No Upfront, us-east-1)", fetched, "us-east-1")}
     book = PriceBook(PriceCatalog.bundled(), live=live)
     steady = TeamBaseline("ml", H100, baseline_gpus=8, hours_in_use=720, hours=720, instance_type="p5.48xlarge")
@@ -179,7 +180,52 @@ def test_a_live_reserved_instance_price_prices_the_commitment_when_no_rate_is_co
     assert r.saving_usd_per_month == 13899.20
     assert r.prices[1].source.startswith("AWS Pricing API (Reserved Instance") and r.prices[1].as_of == "2026-11-23T06:00:00Z"
     # Without a live or configured reserved rate there is none: on-demand never stands in for it.
-    assert PriceBook(PriceCatalog.bundled()).reserved_quote("p5.48xlarge") is None
+    assert PriceBook(PriceCatalog.bundled()).commitment_quote("p5.48xlarge") is None
+
+
+def _live_ri(usd: float) -> dict:
+    from datetime import datetime, timezone
+
+    from actions.pricing.live import LiveOffer, LivePrice
+
+    return {("p5.48xlarge", LiveOffer.RESERVED_INSTANCE): LivePrice(
+        "p5.48xlarge", LiveOffer.RESERVED_INSTANCE, usd,
+        "AWS Pricing API (Reserved Instance, 1 year standard, No Upfront, us-east-1)",
+        datetime(2026, 11, 23, 6, 0, tzinfo=timezone.utc), "us-east-1")}
+
+
+def test_idle_reservations_are_not_priced_at_a_live_reserved_instance_rate():
+    from actions.advice.model import ReservedUse
+
+    # Reserved capacity (Karpenter's capacity type reserved: capacity reservations and blocks) is
+    # billed at on-demand (AWS EC2 User Guide, "Capacity Reservation pricing and billing"); a
+    # published Reserved Instance rate is what a commitment would cost, not what they cost.
+    book = PriceBook(PriceCatalog.bundled(), live=_live_ri(36.0))
+    idle = ReservedUse(H100, gpus=16, idle_share=0.25, hours=720, instance_type="p5.48xlarge", nodes=("a", "b"))
+    [r] = advise([], [], book, AdvicePolicy(), reserved=[idle])
+    # As with no live price: 16 x 730 x $6.88 = $80,358.40 a month, a quarter idle $20,089.60.
+    assert (r.current_usd_per_month, r.saving_usd_per_month) == (80358.40, 20089.60)
+    assert "reserved capacity priced at on-demand" in r.prices[0].source
+
+
+def test_a_savings_plan_already_bought_lowers_the_rate_paid_now_and_the_commitment_is_labelled_committed():
+    from bot.chat.blocks.advice import recommendation_blocks
+
+    prices = PriceOverrides.model_validate({"discounts": [
+        {"kind": "savings-plan", "gpu_families": ["H100"], "percent": 25, "note": "compute SP", "as_of": "2026-11-01"}]})
+    book = PriceBook(PriceCatalog.bundled(), prices, live=_live_ri(36.0))
+    steady = TeamBaseline("ml", H100, baseline_gpus=8, hours_in_use=720, hours=720, instance_type="p5.48xlarge")
+    [r] = advise([], [steady], book, AdvicePolicy())
+    # Paid now: $6.88 x 0.75 = $5.16 per GPU-hour; a Reserved Instance at $36 / 8 = $4.50:
+    # 8 x 730 x $0.66 = $3,854.40 a month.
+    assert r.saving_usd_per_month == 3854.40
+    paid, committed = r.prices
+    assert paid.capacity_type is CapacityType.ON_DEMAND and paid.source.endswith(
+        "savings-plan discount prices.discounts[0] (25% off: compute SP), as of 2026-11-01")
+    assert committed.basis == "commitment"
+    shown = recommendation_blocks(r)[1]["elements"][0]["text"]
+    assert "| committed AWS Pricing API (Reserved Instance, 1 year standard" in shown
+    assert shown.startswith("Prices: on-demand bundled catalog")
 
 
 def test_the_advice_message_keeps_to_slacks_block_limits_and_escapes_names():

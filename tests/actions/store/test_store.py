@@ -562,3 +562,29 @@ def test_live_prices_are_cached_and_aged_out(store: Store) -> None:
     assert store.cached_prices("eu-west-1", 86400, T0 + timedelta(hours=1)) == []
     with pytest.raises(ValueError, match="not > 0"):
         store.put_prices([price(0, T0)], T0)
+
+
+def test_a_reserved_instance_rate_cached_as_reserved_by_an_older_version_is_read_as_that_offer(store: Store) -> None:
+    from actions.model.kube import CapacityType
+    from actions.pricing.book import PriceBook
+    from actions.pricing.catalog import PriceCatalog
+    from actions.pricing.live import LiveOffer
+
+    # Before offers were told apart from capacity types the 1-year Reserved Instance rate was
+    # cached under "reserved"; it must never price reserved capacity (capacity reservations bill
+    # at on-demand, AWS EC2 User Guide, "Capacity Reservation pricing and billing").
+    with store.engine.begin() as connection:
+        connection.execute(sa.text(
+            "INSERT INTO price_cache (instance_type, capacity_type, region, usd_per_hour, source, as_of, fetched_at)"
+            " VALUES ('p5.48xlarge', 'reserved', 'us-east-1', 36.329, :source, :at, :at)"),
+            {"source": "AWS Pricing API (Reserved Instance, 1 year standard, No Upfront, us-east-1)", "at": T0})
+    [cached] = store.cached_prices("us-east-1", 3600, T0)
+    assert (cached.offer, cached.usd_per_hour) == (LiveOffer.RESERVED_INSTANCE, 36.329)
+    book = PriceBook(PriceCatalog.bundled(), live={(cached.instance_type, cached.offer): cached})
+    assert book.quote("p5.48xlarge", CapacityType.RESERVED, None).usd_per_gpu_hour == pytest.approx(55.04 / 8)
+    assert book.commitment_quote("p5.48xlarge").usd_per_gpu_hour == pytest.approx(36.329 / 8)  # type: ignore[union-attr]
+    # Written now, the offer is spelled out.
+    store.put_prices([cached], T0 + timedelta(minutes=1))
+    with store.engine.connect() as connection:
+        assert sorted(connection.execute(sa.text("SELECT capacity_type FROM price_cache")).scalars()) == [
+            "reserved", "reserved-instance"]

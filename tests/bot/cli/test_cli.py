@@ -122,6 +122,32 @@ def test_check_rejects_secrets_in_the_file_and_accepts_a_good_config(tmp_path):
     assert "warning" not in result.output
 
 
+def test_check_names_the_discount_at_fault_and_accepts_reserved_instances_and_savings_plans(tmp_path):
+    bad = tmp_path / "bot.yaml"
+    bad.write_text(
+        "prices:\n"
+        "  discounts:\n"
+        "    - {kind: savings-plan, gpu_families: [H100], percent: 28, as_of: '2026-11-01'}\n"
+        "    - {kind: reserved, instance_types: [p5.48xlarge], percent: 120, as_of: '2026-10-15'}\n"
+        "    - {kind: reserved-instance, gpu_families: [A100], usd_per_hour: 20.0, as_of: '2026-10-15'}\n"
+    )
+    result = runner.invoke(app, ["check", "--config", str(bad)])
+    assert result.exit_code == 2
+    out = result.output
+    assert "prices.discounts.1.kind (line 4)" in out and "'reserved-instance' or 'savings-plan'" in out
+    assert "prices.discounts.1.percent (line 4)" in out and "less than 100" in out
+    assert "prices.discounts.2 (line 5)" in out and "usd_per_hour is per instance-hour" in out
+    good = tmp_path / "good.yaml"
+    good.write_text(
+        "prices:\n"
+        "  discounts:\n"
+        "    - {kind: savings-plan, gpu_families: [H100], percent: 28, as_of: '2026-11-01'}\n"
+        "    - {kind: reserved-instance, instance_types: [p4d.24xlarge], usd_per_hour: 14.2, as_of: '2026-10-15'}\n"
+    )
+    result = runner.invoke(app, ["check", "--config", str(good)], env={"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1"})
+    assert result.exit_code == 0, result.output
+
+
 def test_environment_overrides_the_file(tmp_path):
     from bot.settings import load_settings
 

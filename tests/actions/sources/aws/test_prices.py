@@ -24,6 +24,7 @@ from botocore.config import Config
 from moto.server import ThreadedMotoServer
 
 from actions.model.kube import CapacityType
+from actions.pricing.live import LiveOffer
 from actions.sources.aws.price_list import PriceFetchError, on_demand_usd_per_hour, spot_median
 from actions.sources.aws.prices import AwsClients, AwsPriceFetcher, live_prices_from_store, refresh_live_prices
 from actions.store.database import Store
@@ -227,8 +228,8 @@ def _expected_spot(ec2, instance_type: str) -> tuple[float, int]:
 def test_on_demand_is_the_plain_linux_row_over_the_wire(pricing_api, ec2):
     prices = _fetcher(pricing_api, ec2).on_demand(["p5.48xlarge"], NOW)
 
-    assert [(p.instance_type, p.capacity_type, p.usd_per_hour) for p in prices] == [
-        ("p5.48xlarge", CapacityType.ON_DEMAND, 55.044)
+    assert [(p.instance_type, p.offer, p.usd_per_hour) for p in prices] == [
+        ("p5.48xlarge", LiveOffer.ON_DEMAND, 55.044)
     ]
     assert prices[0].source == "AWS Pricing API (on-demand, us-east-1)"
     assert prices[0].as_of == NOW and prices[0].region == REGION
@@ -306,7 +307,7 @@ def test_spot_is_the_median_of_each_zones_latest_record(pricing_api, ec2):
         usd, zones = _expected_spot(ec2, instance_type)
         assert zones >= 2
         assert prices[instance_type].usd_per_hour == usd
-        assert prices[instance_type].capacity_type is CapacityType.SPOT
+        assert prices[instance_type].offer is LiveOffer.SPOT
         assert prices[instance_type].source == f"EC2 spot price history (us-east-1, median of {zones} AZs)"
         assert prices[instance_type].as_of == NOW
 
@@ -341,13 +342,13 @@ def test_refresh_caches_both_and_the_price_book_uses_them(pricing_api, ec2, stor
     fetched = refresh_live_prices(_fetcher(pricing_api, ec2), store, ["p5.48xlarge"], NOW)
     spot_usd, _ = _expected_spot(ec2, "p5.48xlarge")
 
-    assert {(p.capacity_type, p.usd_per_hour) for p in fetched} == {
-        (CapacityType.ON_DEMAND, 55.044),
-        (CapacityType.SPOT, spot_usd),
+    assert {(p.offer, p.usd_per_hour) for p in fetched} == {
+        (LiveOffer.ON_DEMAND, 55.044),
+        (LiveOffer.SPOT, spot_usd),
     }
     live = live_prices_from_store(store, REGION, 3600, NOW + timedelta(minutes=5))
-    assert live[("p5.48xlarge", CapacityType.ON_DEMAND)].usd_per_hour == 55.044
-    assert live[("p5.48xlarge", CapacityType.ON_DEMAND)].as_of == NOW
+    assert live[("p5.48xlarge", LiveOffer.ON_DEMAND)].usd_per_hour == 55.044
+    assert live[("p5.48xlarge", LiveOffer.ON_DEMAND)].as_of == NOW
 
     settings = Settings(prices={"aws": {"enabled": True, "region": REGION, "refresh_seconds": 3600}})
     book = price_book(settings, store, NOW + timedelta(hours=1))
@@ -372,7 +373,7 @@ def test_refresh_keeps_spot_when_on_demand_fails(pricing_api, ec2, store):
     with pytest.raises(PriceFetchError, match=r"AccessDeniedException.*cached the 1 prices that were fetched"):
         refresh_live_prices(_fetcher(pricing_api, ec2), store, ["p5.48xlarge"], NOW)
     cached = store.cached_prices(REGION, 3600, NOW)
-    assert [(p.instance_type, p.capacity_type) for p in cached] == [("p5.48xlarge", CapacityType.SPOT)]
+    assert [(p.instance_type, p.offer) for p in cached] == [("p5.48xlarge", LiveOffer.SPOT)]
 
 
 # --- the scheduled job ----------------------------------------------------------------------------
@@ -401,7 +402,7 @@ def test_refresh_job_swaps_the_price_book(pricing_api, ec2, store):
     assert rt.prices.quote("p5.48xlarge", CapacityType.ON_DEMAND, "H100").source.startswith("bundled catalog")
 
     fetched = refresh_prices(rt.store, rt.prices, settings.prices.aws, NOW, fetcher=_fetcher(pricing_api, ec2))
-    assert {p.capacity_type for p in fetched} == {CapacityType.ON_DEMAND, CapacityType.SPOT}
+    assert {p.offer for p in fetched} == {LiveOffer.ON_DEMAND, LiveOffer.SPOT}
     quote = rt.prices.quote("p5.48xlarge", CapacityType.ON_DEMAND, "H100")
     assert quote.usd_per_gpu_hour == pytest.approx(55.044 / 8)
     assert quote.source == "AWS Pricing API (on-demand, us-east-1), fetched 2026-11-23T06:00:00Z"
@@ -475,10 +476,10 @@ def test_refresh_job_default_fetcher_uses_the_standard_aws_configuration(pricing
     )
     rt = _runtime(store, settings)
     fetched = refresh_prices(rt.store, rt.prices, settings.prices.aws, NOW)
-    assert {(p.instance_type, p.capacity_type) for p in fetched} == {
-        ("p5.48xlarge", CapacityType.ON_DEMAND),
-        ("p5.48xlarge", CapacityType.SPOT),
-        ("g5.xlarge", CapacityType.SPOT),
+    assert {(p.instance_type, p.offer) for p in fetched} == {
+        ("p5.48xlarge", LiveOffer.ON_DEMAND),
+        ("p5.48xlarge", LiveOffer.SPOT),
+        ("g5.xlarge", LiveOffer.SPOT),
     }
     assert [r["Filters"][0]["Value"] for r in pricing_api.requests] == ["p5.48xlarge", "g5.xlarge"]
 
@@ -514,7 +515,59 @@ def test_the_1_year_no_upfront_reserved_rate_comes_with_the_on_demand_one(pricin
     # OfferingClass, PurchaseOption).
     pricing_api.products = {"p5.48xlarge": [_with_reserved(P5_PLAIN), _with_reserved(P5_WINDOWS)]}
     prices = _fetcher(pricing_api, ec2).on_demand(["p5.48xlarge"], NOW)
-    assert [(p.capacity_type, p.usd_per_hour) for p in prices] == [
-        (CapacityType.ON_DEMAND, 55.044), (CapacityType.RESERVED, 36.329)]
+    assert [(p.offer, p.usd_per_hour) for p in prices] == [
+        (LiveOffer.ON_DEMAND, 55.044), (LiveOffer.RESERVED_INSTANCE, 36.329)]
     assert prices[1].source == "AWS Pricing API (Reserved Instance, 1 year standard, No Upfront, us-east-1)"
     assert len(pricing_api.requests) == 1  # read from the same answer
+
+
+def test_a_reserved_node_costs_the_same_in_a_report_with_live_prices_on_or_off(pricing_api, ec2, store, tmp_path):
+    # Karpenter's capacity type "reserved" (kubernetes-sigs/karpenter pkg/apis/v1/labels.go
+    # CapacityTypeReserved, v1.14.1) is an On-Demand Capacity Reservation or a Capacity Block
+    # (aws/karpenter-provider-aws website/content/en/v1.14/tasks/odcrs.md), which EC2 charges at
+    # the equivalent On-Demand rate (AWS EC2 User Guide, "Capacity Reservation pricing and
+    # billing"): never at the Reserved Instance rate the same price list products carry.
+    from datetime import date
+
+    from actions.cost.engine import compute_cost_report
+    from actions.cost.report import RESERVED_ON_PREM
+    from actions.model.usage import DailyUsage, NodeInfo, PodUsage, UsageData
+    from actions.policy.teams import Team, TeamDirectory
+
+    usage = UsageData(
+        start=NOW - timedelta(days=1), end=NOW, step_seconds=300,
+        pods=(PodUsage("ml", "train-0", "p5-reserved", 10.0), PodUsage("web", "serve-0", "p5-on-demand", 10.0)),
+        daily=(DailyUsage(date(2026, 11, 22), "ml", "p5-reserved", 10.0),
+               DailyUsage(date(2026, 11, 22), "web", "p5-on-demand", 10.0)),
+        nodes={"p5-reserved": NodeInfo("p5-reserved", "p5.48xlarge", CapacityType.RESERVED, "NVIDIA H100 80GB HBM3"),
+               "p5-on-demand": NodeInfo("p5-on-demand", "p5.48xlarge", CapacityType.ON_DEMAND, "NVIDIA H100 80GB HBM3")},
+    )
+    teams = TeamDirectory([Team(name="ml", namespaces=["ml"]), Team(name="web", namespaces=["web"])])
+    settings = Settings(prices={"aws": {"enabled": True, "region": REGION, "refresh_seconds": 3600}})
+
+    pricing_api.products = {"p5.48xlarge": [_with_reserved(P5_PLAIN)]}
+    fetched = refresh_live_prices(_fetcher(pricing_api, ec2), store, ["p5.48xlarge"], NOW)
+    assert (LiveOffer.RESERVED_INSTANCE, 36.329) in {(p.offer, p.usd_per_hour) for p in fetched}
+    with_ri = price_book(settings, store, NOW)
+    no_ri_store = Store(f"sqlite:///{tmp_path / 'no-ri.db'}")
+    no_ri_store.migrate()
+    pricing_api.products = {"p5.48xlarge": [P5_PLAIN]}
+    refresh_live_prices(_fetcher(pricing_api, ec2), no_ri_store, ["p5.48xlarge"], NOW)
+    without_ri = price_book(settings, no_ri_store, NOW)
+    off = price_book(Settings(), store, NOW)
+
+    def costs(book) -> tuple[float, float, str]:
+        report = compute_cost_report(usage, book, teams, team_label=None)
+        [reserved], [on_demand] = report.teams["ml"].price_lines, report.teams["web"].price_lines
+        assert (reserved.capacity_type, on_demand.capacity_type) == (RESERVED_ON_PREM, "on-demand")
+        return reserved.cost_usd, on_demand.cost_usd, reserved.price_source
+
+    # 10 GPU-hours x $55.044 / 8 GPUs = $68.805 with live prices on, RI rate known or not.
+    assert costs(with_ri)[:2] == costs(without_ri)[:2] == (pytest.approx(68.805), pytest.approx(68.805))
+    assert costs(with_ri)[2] == "AWS Pricing API (on-demand, us-east-1), fetched 2026-11-23T06:00:00Z; reserved capacity priced at on-demand"
+    # Off: the catalog's $55.04, the reserved node again at its on-demand price.
+    assert costs(off)[:2] == (pytest.approx(68.80), pytest.approx(68.80))
+    # The fetched Reserved Instance rate is still what the commitment advice prices: $36.329 / 8.
+    commitment = with_ri.commitment_quote("p5.48xlarge")
+    assert commitment is not None and commitment.usd_per_gpu_hour == pytest.approx(36.329 / 8)
+    no_ri_store.close()
