@@ -45,6 +45,16 @@ def _api_message(e: ApiException) -> str:
         return str(e.reason or body or e)
 
 
+def _finish(response: urllib3.BaseHTTPResponse) -> None:
+    """Read a write's answer to the end, then give its connection back to the pool: a body left
+    unread on a kept-alive connection is read as the next request's status line (urllib3 then
+    sends that request again)."""
+    try:
+        response.drain_conn()
+    finally:
+        response.release_conn()
+
+
 class KubernetesWriter:
     """Applies actions with real PATCH requests (``application/merge-patch+json``) through the
     ``kubernetes`` client, and the one deleting action with a DELETE. Needs RBAC ``get`` and
@@ -129,9 +139,9 @@ class KubernetesWriter:
     def _delete(self, target: ObjectRef) -> None:
         group, version = target.api_version.split("/", 1)
         try:
-            self._custom.delete_cluster_custom_object(
+            _finish(self._custom.delete_cluster_custom_object(
                 group, version, "nodeclaims", target.name, _preload_content=False, _request_timeout=self._timeout
-            ).release_conn()
+            ))
         except ApiException as e:
             if e.status == 404:
                 return  # already gone: what the deletion wanted
@@ -180,7 +190,7 @@ class KubernetesWriter:
         ExecutorError, ``uncertain`` when the patch may have reached the API server unanswered."""
         _, patch = self._endpoints(target)
         try:
-            patch(body).release_conn()
+            _finish(patch(body))
             return True
         except ApiException as e:
             if e.status == 409 and not last:
