@@ -93,6 +93,19 @@ class ClusterWriter(Protocol):
         ``restore``. Idempotent. Raises ExecutorError (e.g. "... no longer exists")."""
         ...
 
+    def dry_run(self, action: ProposedAction, now: datetime) -> None:
+        """Send the request ``apply`` would send at ``now`` (the same merge patch, planned from
+        the target as it is now, or the same DELETE) as a server-side dry run (``dryRun=All``),
+        so the API server's validation and admission webhooks judge it and nothing changes.
+        Nothing is sent when the target is already in the applied state (``apply`` would send
+        nothing either). Returns None when the request would be accepted. Raises ActionRefused
+        (:mod:`actions.remedy.patches`) with the server's message and HTTP code when it refuses
+        (400, 403, 422: validation or a webhook), ExecutorError("<target> no longer exists")
+        (status 404) when the target is gone, and ExecutorError for anything else (never
+        ``uncertain``: a dry run changes nothing). A writer whose backend has no dry run says
+        what it checks instead (:class:`actions.executors.jupyterhub.HubWriter`: a read)."""
+        ...
+
     def restore(self, action: ProposedAction, undo: dict, now: datetime) -> None:
         """Undo ``action`` using the record ``apply`` returned. Idempotent. Raises ExecutorError."""
         ...

@@ -148,6 +148,17 @@ class InMemoryCluster:
                 self._patch(action.target, obj, patch, now)
             return undo
 
+    def dry_run(self, action: ProposedAction, now: datetime) -> None:
+        """See ``ClusterWriter.dry_run``: there is no admission here, so it checks what the
+        cluster in memory can: that the target is held (a NodeClaim too) and that ``apply``'s
+        patch plans on it (:func:`actions.remedy.patches.plan_apply`). Changes nothing. Raises
+        ExecutorError("<target> no longer exists", status 404), or plan_apply's ExecutorError
+        (a verb that does not fit, advice gone stale); never ActionRefused."""
+        with self._lock:
+            obj = self._find(action, "dry run")
+            if action.verb.restorable:
+                plan_apply(action, obj, now)
+
     def restore(self, action: ProposedAction, undo: dict, now: datetime) -> None:
         """See ``ClusterWriter.restore``; raises ExecutorError when the object is gone."""
         with self._lock:
@@ -161,7 +172,7 @@ class InMemoryCluster:
         t = action.target
         obj = self._objects.get(self._key(t.kind, t.namespace, t.name))
         if obj is None or _group(obj.get("apiVersion", "")) != _group(t.api_version):
-            suffix = "" if doing == "apply" else "; nothing to restore"
+            suffix = "; nothing to restore" if doing == "restore" else ""
             raise ExecutorError(f"{t} no longer exists{suffix}", t, 404)
         return obj
 

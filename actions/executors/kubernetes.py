@@ -1,4 +1,5 @@
-"""Applying an approved ``ProposedAction`` to a live Kubernetes cluster, and undoing it.
+"""Applying an approved ``ProposedAction`` to a live Kubernetes cluster, undoing it, and trying it
+first as a server-side dry run.
 
 What to patch is decided by :mod:`actions.remedy.patches` (pure); :class:`KubernetesWriter` reads the
 target, sends the merge patch and reports. Each verb's patch and its inverse are described there.
@@ -17,7 +18,14 @@ from kubernetes.client.exceptions import ApiException
 
 from actions.model.findings import ProposedAction
 from actions.model.kube import ObjectRef
-from actions.remedy.patches import ExecutorError, check_target, deletion_record, plan_apply, plan_restore
+from actions.remedy.patches import (
+    ActionRefused,
+    ExecutorError,
+    check_target,
+    deletion_record,
+    plan_apply,
+    plan_restore,
+)
 
 MERGE_PATCH = "application/merge-patch+json"
 # kind -> plural of the custom resources the executors patch (group and version come from the
@@ -35,14 +43,42 @@ _CONFLICT_ATTEMPTS = 3
 _MAY_HAVE_LANDED = frozenset({500, 504})
 # The request never left: no connection could be made.
 _NOT_SENT = (urllib3.exceptions.ConnectTimeoutError, urllib3.exceptions.NewConnectionError)
+# The API server refusing the request itself: its validation (422 Invalid, 400 BadRequest), an
+# admission webhook (k8s.io/apiserver v0.36 webhook/errors/statuserror.go ToStatusErr keeps the
+# webhook's code, at least 400; controller-runtime v0.24 admission.Denied answers 403 Forbidden)
+# or RBAC (403).
+_REFUSED = frozenset({400, 403, 422})
+# The value of the dryRun query parameter (k8s.io/apimachinery v0.36 meta/v1 types.go DryRunAll,
+# the only one ValidateDryRun accepts).
+DRY_RUN_ALL = "All"
+_DRY_RUN = "dry run"
+
+
+def _api_status(e: ApiException) -> dict:
+    body = e.body.decode("utf-8", "replace") if isinstance(e.body, bytes) else e.body
+    try:
+        status = json.loads(body)
+    except (TypeError, ValueError):
+        return {}
+    return status if isinstance(status, dict) else {}
 
 
 def _api_message(e: ApiException) -> str:
+    message = _api_status(e).get("message")
+    if message is not None:
+        return str(message)
     body = e.body.decode("utf-8", "replace") if isinstance(e.body, bytes) else e.body
+    return str(e.reason or body or e)
+
+
+def _finish(response: urllib3.BaseHTTPResponse) -> None:
+    """Read a write's answer to the end, then give its connection back to the pool: a body left
+    unread on a kept-alive connection is read as the next request's status line (urllib3 then
+    sends that request again)."""
     try:
-        return str(json.loads(body)["message"])
-    except (TypeError, ValueError, KeyError):
-        return str(e.reason or body or e)
+        response.drain_conn()
+    finally:
+        response.release_conn()
 
 
 class KubernetesWriter:
@@ -50,7 +86,8 @@ class KubernetesWriter:
     ``kubernetes`` client, and the one deleting action with a DELETE. Needs RBAC ``get`` and
     ``patch`` on notebooks.kubeflow.org, statefulsets, deployments, workloads.kueue.x-k8s.io,
     leaderworkersets.leaderworkerset.x-k8s.io, rayclusters.ray.io and
-    inferenceservices.serving.kserve.io, and ``delete`` on nodeclaims.karpenter.sh.
+    inferenceservices.serving.kserve.io, and ``delete`` on nodeclaims.karpenter.sh. A dry run
+    (:meth:`dry_run`) is the same ``patch`` or ``delete`` to RBAC, so it needs nothing more.
 
     ``timeout_seconds`` bounds each request (connect and read), so an API server that hangs
     cannot hold an action, or a shutdown waiting for it, past its grace period.
@@ -87,6 +124,29 @@ class KubernetesWriter:
                 return undo
         raise AssertionError("unreachable: the last attempt raises")
 
+    def dry_run(self, action: ProposedAction, now: datetime) -> None:
+        """See ``ClusterWriter.dry_run``: one GET, then the PATCH ``apply`` would send, planned
+        from what was read (or the NodeClaim's DELETE), with the query parameter
+        ``dryRun=All`` (the kubernetes client's ``dry_run="All"``): the API server runs its
+        validation and admission webhooks (those declaring ``sideEffects: None``, as Kueue's
+        do) and persists nothing. A resourceVersion conflict is read and planned again, as in
+        ``apply``; a target already in the applied state gets no PATCH. Raises ActionRefused
+        (``message`` the Status message verbatim, ``status`` 400/403/422) when the server
+        refuses, ExecutorError("<target> no longer exists", status 404) when the target is gone
+        (a NodeClaim too), ExecutorError for other answers and transport failures, never
+        ``uncertain``."""
+        check_target(action)
+        if not action.verb.restorable:
+            self._delete(action.target, dry_run=True)
+            return
+        for attempt in range(_CONFLICT_ATTEMPTS):
+            current = self._get(action.target, _DRY_RUN)
+            patch, _ = plan_apply(action, current, now)
+            if patch is None or self._patch(
+                action.target, patch, _DRY_RUN, last=attempt == _CONFLICT_ATTEMPTS - 1, dry_run=True
+            ):
+                return
+
     def restore(self, action: ProposedAction, undo: dict, now: datetime) -> None:
         """See ``ClusterWriter.restore``. Raises ExecutorError when the object is gone or the
         API refuses."""
@@ -99,57 +159,54 @@ class KubernetesWriter:
             ):
                 return
 
-    def _endpoints(self, t: ObjectRef) -> tuple[Callable[[], Any], Callable[[dict], Any]]:
+    def _endpoints(self, t: ObjectRef) -> tuple[Callable[[], Any], Callable[..., Any]]:
+        """``(get, patch)``: ``patch(body, **options)`` passes ``options`` (``dry_run``) on."""
         raw = {"_preload_content": False, "_request_timeout": self._timeout}
         patching = {**raw, "_content_type": MERGE_PATCH}
         if t.kind == "StatefulSet":
             return (
                 lambda: self._apps.read_namespaced_stateful_set(t.name, t.namespace, **raw),
-                lambda body: self._apps.patch_namespaced_stateful_set(t.name, t.namespace, body, **patching),
+                lambda body, **o: self._apps.patch_namespaced_stateful_set(
+                    t.name, t.namespace, body, **patching, **o
+                ),
             )
         if t.kind == "Deployment":
             return (
                 lambda: self._apps.read_namespaced_deployment(t.name, t.namespace, **raw),
-                lambda body: self._apps.patch_namespaced_deployment(t.name, t.namespace, body, **patching),
+                lambda body, **o: self._apps.patch_namespaced_deployment(
+                    t.name, t.namespace, body, **patching, **o
+                ),
             )
         group, version = t.api_version.split("/", 1)
         if t.kind == "NodeClaim":  # cluster-scoped, never patched: only read back after a delete
             return (
                 lambda: self._custom.get_cluster_custom_object(group, version, "nodeclaims", t.name, **raw),
-                lambda body: None,
+                lambda body, **o: None,
             )
         plural = CUSTOM_PLURALS[t.kind]
         return (
             lambda: self._custom.get_namespaced_custom_object(group, version, t.namespace, plural, t.name, **raw),
-            lambda body: self._custom.patch_namespaced_custom_object(
-                group, version, t.namespace, plural, t.name, body, **patching
+            lambda body, **o: self._custom.patch_namespaced_custom_object(
+                group, version, t.namespace, plural, t.name, body, **patching, **o
             ),
         )
 
-    def _delete(self, target: ObjectRef) -> None:
+    def _delete(self, target: ObjectRef, *, dry_run: bool = False) -> None:
+        """DELETE the NodeClaim (``dryRun=All`` when ``dry_run``); already gone is done, except
+        in a dry run, which says it no longer exists. Raises ExecutorError (ActionRefused in a
+        dry run refused)."""
         group, version = target.api_version.split("/", 1)
+        doing = _DRY_RUN if dry_run else "apply"
+        options = {"dry_run": DRY_RUN_ALL} if dry_run else {}
         try:
-            self._custom.delete_cluster_custom_object(
-                group, version, "nodeclaims", target.name, _preload_content=False, _request_timeout=self._timeout
-            ).release_conn()
+            self._send(target, doing, lambda: self._custom.delete_cluster_custom_object(
+                group, version, "nodeclaims", target.name, _preload_content=False,
+                _request_timeout=self._timeout, **options,
+            ), dry_run=dry_run)
         except ApiException as e:
-            if e.status == 404:
+            if e.status == 404 and not dry_run:
                 return  # already gone: what the deletion wanted
-            error = self._error(target, "apply", e)
-            error.uncertain = e.status in _MAY_HAVE_LANDED
-            raise error from e
-        except _NOT_SENT as e:
-            raise ExecutorError(f"apply {target}: cannot reach the Kubernetes API: {e}", target) from e
-        except urllib3.exceptions.MaxRetryError as e:
-            raise ExecutorError(
-                f"apply {target}: no answer from the Kubernetes API: {e.reason}", target,
-                uncertain=not isinstance(e.reason, _NOT_SENT),
-            ) from e
-        except (OSError, urllib3.exceptions.HTTPError) as e:
-            raise ExecutorError(
-                f"apply {target}: no answer from the Kubernetes API within {self._timeout:g} s: {e}",
-                target, uncertain=True,
-            ) from e
+            raise self._refusal(target, doing, e, dry_run=dry_run) from e
 
     def current(self, target: ObjectRef) -> dict | None:
         """See ``ClusterWriter.current``: one GET, bounded by ``timeout_seconds``."""
@@ -175,39 +232,56 @@ class KubernetesWriter:
         except (OSError, urllib3.exceptions.HTTPError) as e:
             raise ExecutorError(f"{doing} {target}: cannot reach the Kubernetes API: {e}", target) from e
 
-    def _patch(self, target: ObjectRef, body: dict, doing: str, *, last: bool) -> bool:
-        """True when patched; False on a resourceVersion conflict worth retrying. Raises
-        ExecutorError, ``uncertain`` when the patch may have reached the API server unanswered."""
+    def _patch(self, target: ObjectRef, body: dict, doing: str, *, last: bool, dry_run: bool = False) -> bool:
+        """True when patched (in a dry run: accepted); False on a resourceVersion conflict worth
+        retrying. Raises ExecutorError, ``uncertain`` when the patch may have reached the API
+        server unanswered (never in a dry run), and ActionRefused when a dry run is refused."""
         _, patch = self._endpoints(target)
+        options = {"dry_run": DRY_RUN_ALL} if dry_run else {}
         try:
-            patch(body).release_conn()
+            self._send(target, doing, lambda: patch(body, **options), dry_run=dry_run)
             return True
         except ApiException as e:
             if e.status == 409 and not last:
                 return False
-            error = self._error(target, doing, e)
-            # 500 and 504 are the API server's own failures and timeouts: the write may have
-            # been committed before it gave up answering.
-            error.uncertain = e.status in _MAY_HAVE_LANDED
-            raise error from e
+            raise self._refusal(target, doing, e, dry_run=dry_run) from e
+
+    def _send(self, target: ObjectRef, doing: str, send: Callable[[], Any], *, dry_run: bool) -> None:
+        """Send one write and :func:`_finish` its answer. An ApiException (the server's answer) goes to the caller; a transport failure
+        raises ExecutorError, ``uncertain`` when the request may have reached the API server
+        unanswered and was not a dry run."""
+        try:
+            _finish(send())
         except _NOT_SENT as e:
             raise ExecutorError(f"{doing} {target}: cannot reach the Kubernetes API: {e}", target) from e
         except urllib3.exceptions.MaxRetryError as e:
             sent = not isinstance(e.reason, _NOT_SENT)
             raise ExecutorError(
-                f"{doing} {target}: no answer from the Kubernetes API: {e.reason}", target, uncertain=sent
+                f"{doing} {target}: no answer from the Kubernetes API: {e.reason}", target,
+                uncertain=sent and not dry_run,
             ) from e
         except (OSError, urllib3.exceptions.HTTPError) as e:
             # A read timeout or a dropped connection after the request went out.
             raise ExecutorError(
                 f"{doing} {target}: no answer from the Kubernetes API within {self._timeout:g} s: {e}",
-                target, uncertain=True,
+                target, uncertain=not dry_run,
             ) from e
+
+    def _refusal(self, target: ObjectRef, doing: str, e: ApiException, *, dry_run: bool) -> ExecutorError:
+        """The error for the API server's answer ``e`` to a write: ActionRefused for a dry run it
+        refused, else ExecutorError, ``uncertain`` on 500 and 504 (the API server's own failures
+        and timeouts: a write may have been committed before it gave up answering)."""
+        if dry_run and e.status in _REFUSED:
+            status = _api_status(e)
+            return ActionRefused(target, e.status, _api_message(e), str(status.get("reason") or ""))
+        error = self._error(target, doing, e)
+        error.uncertain = not dry_run and e.status in _MAY_HAVE_LANDED
+        return error
 
     @staticmethod
     def _error(target: ObjectRef, doing: str, e: ApiException) -> ExecutorError:
         if e.status == 404:
-            suffix = "" if doing == "apply" else "; nothing to restore"
+            suffix = "; nothing to restore" if doing in ("restore", "read") else ""
             return ExecutorError(f"{target} no longer exists{suffix}", target, 404)
         return ExecutorError(
             f"{doing} {target} failed: HTTP {e.status}: {_api_message(e)}", target, e.status or 0

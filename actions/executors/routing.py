@@ -35,6 +35,10 @@ class RoutingWriter:
         """See ``ClusterWriter.apply``."""
         return self._for(action.target).apply(action, now)
 
+    def dry_run(self, action: ProposedAction, now: datetime) -> None:
+        """See ``ClusterWriter.dry_run``: the dry run of the writer that would apply it."""
+        self._for(action.target).dry_run(action, now)
+
     def restore(self, action: ProposedAction, undo: dict, now: datetime) -> None:
         """See ``ClusterWriter.restore``."""
         self._for(action.target).restore(action, undo, now)

@@ -78,6 +78,21 @@ class ExecutorError(Exception):
         self.stale = stale
 
 
+class ActionRefused(ExecutorError):
+    """The API server refused the request an action sends (HTTP 400, 403 or 422: its validation,
+    an admission webhook, or RBAC), so nothing changed. ``message`` is the server's own words,
+    verbatim: the ``message`` of the ``Status`` it answered (k8s.io/apiserver v0.36
+    ``pkg/admission/plugin/webhook/errors/statuserror.go``, ``ToStatusErr``:
+    ``admission webhook "vstatefulset.kb.io" denied the request: spec.template.spec...: field is
+    immutable``); ``reason`` the Status ``reason`` (``Forbidden``, ``Invalid``, ``BadRequest``;
+    ``""`` when none); ``status`` the HTTP code. Raised by ``ClusterWriter.dry_run``."""
+
+    def __init__(self, target: ObjectRef, status: int, message: str, reason: str = "", *, doing: str = "dry run"):
+        super().__init__(f"{doing} of {target} refused: HTTP {status}: {message}", target, status)
+        self.message = message
+        self.reason = reason
+
+
 def _ref_json(target: ObjectRef) -> dict:
     return {
         "apiVersion": target.api_version,

@@ -397,8 +397,8 @@ def _recorded(fake: FakeKubeApi) -> set[Call]:
 @pytest.fixture(scope="module")
 def api_calls() -> dict[str, set[Call]]:
     """What the bot's code asks of the API server: ``reads`` (a sweep's snapshot, with Kueue
-    v1beta2 preferred and with only v1beta1 served), ``writes`` (apply then restore of every
-    executor verb) and ``leases`` (every call of the Lease client leader election uses, on the
+    v1beta2 preferred and with only v1beta1 served), ``writes`` (a server-side dry run, apply
+    and restore of every executor verb) and ``leases`` (every call of the Lease client leader election uses, on the
     Lease ``gpu-cost-bot`` in the namespace ``gpu-cost-bot``)."""
     assert {verb for verb, _ in EXECUTOR_TARGETS} == set(ActionVerb) - NOT_KUBERNETES
     reads: set[Call] = set()
@@ -434,15 +434,18 @@ def api_calls() -> dict[str, set[Call]]:
         wait_for(lambda: cache.synced and len(cache.on_demand) > 1, "the watch cache to sync")
         assert cache.stop()
         reads |= _recorded(fake)
-    with FakeKubeApi(everything) as fake:
+    claim = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": {"name": "claim-spot-1"}}
+    with FakeKubeApi(everything + [claim]) as fake:
         writer = KubernetesWriter(fake.api_client())
         for verb, target in EXECUTOR_TARGETS:
             resize = TO_MIG if verb is ActionVerb.RESIZE_GPUS else None
             action = ProposedAction(verb=verb, target=target, summary=f"{verb.value} {target}", resize=resize)
+            writer.dry_run(action, NOW)  # the same PATCH or DELETE with dryRun=All: the same RBAC verb
             undo = writer.apply(action, NOW)
             if verb.restorable:  # a deleted NodeClaim has nothing to restore
                 writer.restore(action, undo, NOW)
         assert {r.method for r in fake.requests} == {"GET", "PATCH", "DELETE"}
+        assert {r.method for r in fake.requests if r.query.get("dryRun") == "All"} == {"PATCH", "DELETE"}
         writes = _recorded(fake)
     # LeaderElector reaches the Lease only through these methods (bot.leader.LeaseAccess); a new
     # one fails here until it is driven below.

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from actions.executors.in_memory import InMemoryCluster
 from actions.executors.jupyterhub import HubClient, HubWriter
 from actions.executors.kubernetes import KubernetesWriter
 from actions.executors.routing import RoutingWriter
@@ -232,3 +233,22 @@ def test_the_default_server_and_a_missing_scope(hub, tmp_path):
             NOW,
         )
     assert hub.server()["ready"]
+
+
+def test_a_dry_run_reads_the_server_and_stops_nothing(hub):
+    """The Hub's REST API has no dry run: HubWriter.dry_run reads the user and plans the stop."""
+    stop = ProposedAction(
+        ActionVerb.STOP_JUPYTER_SERVER, ObjectRef("hub.jupyter.org/v1", "JupyterHubServer", shapes.NS, f"{USER}/{SERVER}"),
+        "stop",
+    )
+    writer = RoutingWriter(InMemoryCluster([]), HubWriter({shapes.NS: HubClient(hub.api, hub.token)}))
+    started = hub.server()["started"]
+    assert writer.dry_run(stop, NOW) is None
+    server = hub.server()
+    assert server["ready"] and server["started"] == started  # still the same running server
+    gone = ProposedAction(
+        ActionVerb.STOP_JUPYTER_SERVER, ObjectRef("hub.jupyter.org/v1", "JupyterHubServer", shapes.NS, "bob/gpu"), "stop",
+    )
+    with pytest.raises(ExecutorError, match="bob/gpu no longer exists in the Hub") as info:
+        writer.dry_run(gone, NOW)
+    assert info.value.status == 404

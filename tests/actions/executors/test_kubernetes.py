@@ -1,5 +1,6 @@
 """Executors: the real kubernetes client patching a wire-level fake API server, and the
-in-memory cluster used by the demo and dry runs."""
+in-memory cluster used by the demo and dry runs; each action tried first as a server-side dry run
+(``dryRun=All``), refused by a Kueue-like admission webhook."""
 
 from __future__ import annotations
 
@@ -12,9 +13,16 @@ import pytest
 
 from actions.executors.in_memory import InMemoryCluster
 from actions.executors.kubernetes import KubernetesWriter
-from actions.model.findings import ActionVerb, ProposedAction
+from actions.executors.routing import RoutingWriter
+from actions.model.findings import ActionVerb, GpuResize, ProposedAction
 from actions.model.kube import ObjectRef
-from actions.remedy.patches import REPLICAS_ANNOTATION, STOPPED_ANNOTATION, ExecutorError
+from actions.remedy.patches import (
+    REPLICAS_ANNOTATION,
+    STOPPED_ANNOTATION,
+    ActionRefused,
+    ExecutorError,
+    plan_apply,
+)
 from tests.support.fakes.kube_api import FakeKubeApi
 from tests.support.paths import DEMO_CLUSTER
 from tests.support.waiting import wait_for
@@ -275,6 +283,20 @@ def test_a_refused_connection_is_certain_and_a_gateway_timeout_is_not(fake):
     assert info.value.uncertain and info.value.status == 504
 
 
+def test_a_write_leaves_its_connection_clean_for_the_next_request(fake, writer):
+    # The answer to a PATCH arrives in two writes (headers, then body); a body left unread on
+    # the kept-alive connection was read as the next request's status line, and that request
+    # sent twice, about one time in four here.
+    stop = action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK)
+    for _ in range(20):
+        undo = writer.apply(stop, NOW)
+        fake.clear_requests()
+        writer.current(NOTEBOOK)
+        writer.restore(stop, undo, LATER)
+        writer.current(NOTEBOOK)
+        assert [r.method for r in fake.requests] == ["GET", "GET", "PATCH", "GET"]
+
+
 def test_current_reads_the_target_and_says_none_when_it_is_gone(fake, writer):
     assert writer.current(NOTEBOOK)["metadata"]["name"] == "llm-explore"
     assert writer.current(ObjectRef("kubeflow.org/v1", "Notebook", "ml-research", "nope")) is None
@@ -301,6 +323,219 @@ def test_undo_record_of_another_action_is_refused(fake, writer):
     other = ObjectRef("kubeflow.org/v1", "Notebook", "ml-research", "cell-bursts")
     with pytest.raises(ExecutorError, match="not for stop-notebook"):
         writer.restore(action(ActionVerb.STOP_NOTEBOOK, other), undo, LATER)
+
+
+# --- server-side dry run ---------------------------------------------------------------------------
+
+# The label that puts a StatefulSet under Kueue (kueue v0.19.2 pkg/controller/constants QueueLabel).
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+# Kueue's validating webhook for StatefulSets (kueue v0.19.2
+# pkg/controller/jobs/statefulset/statefulset_webhook.go, kubebuilder marker name=vstatefulset.kb.io,
+# sideEffects=None: the API server calls it on dry runs too).
+KUEUE_STS_WEBHOOK = "vstatefulset.kb.io"
+# Its ValidateUpdate, while Kueue manages the set, runs jobframework.ValidateImmutablePodGroupPodSpec
+# (kueue v0.19.2 pkg/controller/jobframework/validation.go) over pkg/util/pod SpecShape: each
+# container's resources.requests, and the pod's nodeSelector among others, must not change; each
+# difference is apivalidation.ValidateImmutableField's field.Invalid(path, new value, "field is
+# immutable") (k8s.io/apimachinery v0.36.2 pkg/api/validation/objectmeta.go), printed by
+# field.Error.Error() as "<path>: Invalid value: <new value as JSON>: field is immutable" (pkg/util/
+# validation/field/errors.go), several joined by ErrorList.ToAggregate() as "[a, b]" (pkg/util/errors
+# errors.go; their order is a set's, unsorted). controller-runtime v0.24.1 admission.Denied answers
+# it with 403 Forbidden; the API server prefixes the webhook's name (k8s.io/apiserver v0.36.2
+# pkg/admission/plugin/webhook/errors/statuserror.go ToStatusErr).
+MIG_NODE = ("nvidia.com/mig-1g.10gb.product", "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb")
+TO_MIG = GpuResize(before=(("nvidia.com/gpu", 1),), after=(("nvidia.com/mig-1g.10gb", 1),), node_selector=(MIG_NODE,))
+KUEUE_DENIAL = (
+    '[spec.template.spec.containers[0].resources.requests: Invalid value: {"cpu":"4","nvidia.com/mig-1g.10gb":"1"}: '
+    "field is immutable, "
+    'spec.template.spec.nodeSelector: Invalid value: {"nvidia.com/mig-1g.10gb.product":'
+    '"NVIDIA-H100-80GB-HBM3-MIG-1g.10gb"}: field is immutable]'
+)
+SERVING_STS = ObjectRef("apps/v1", "StatefulSet", "serving", "vector-db")
+CLAIM = ObjectRef("karpenter.sh/v1", "NodeClaim", "", "gpu-h100-7xk2p")
+
+
+def one_gpu_statefulset(labels: dict) -> dict:
+    """A StatefulSet whose pod template's one container requests one whole GPU (requests listed:
+    Kueue's pod-template shape compares requests, not limits)."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "vector-db", "namespace": "serving", "generation": 2, "labels": labels},
+        "spec": {
+            "replicas": 1,
+            "serviceName": "vector-db",
+            "selector": {"matchLabels": {"app": "vector-db"}},
+            "template": {
+                "metadata": {"labels": {"app": "vector-db"}},
+                "spec": {"containers": [{
+                    "name": "db", "image": "vector-db:2",
+                    "resources": {"limits": {"nvidia.com/gpu": "1"}, "requests": {"cpu": "4", "nvidia.com/gpu": "1"}},
+                }]},
+            },
+        },
+    }
+
+
+def nodeclaim() -> dict:
+    return {
+        "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+        "metadata": {"name": CLAIM.name, "labels": {"karpenter.sh/nodepool": "gpu"}},
+        "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"}},
+        "status": {"nodeName": "h100-empty"},
+    }
+
+
+def touches_the_pod_template(patch) -> bool:
+    """What Kueue's webhook refuses in these tests: a patch of the pod template (a resize); a
+    scale to zero, which it allows, leaves the template alone."""
+    return "template" in ((patch or {}).get("spec") or {})
+
+
+def kueue_managed(fake: FakeKubeApi) -> None:
+    fake.add(one_gpu_statefulset({"app": "vector-db", QUEUE_LABEL: "team-a"}))
+    fake.deny("StatefulSet", "serving", "vector-db", webhook=KUEUE_STS_WEBHOOK, message=KUEUE_DENIAL,
+              when=touches_the_pod_template)
+
+
+def dry_runs(fake: FakeKubeApi) -> list:
+    return [r for r in fake.requests if r.query.get("dryRun") == "All"]
+
+
+def test_a_dry_run_of_a_resize_kueue_forbids_is_refused_in_the_webhooks_words_and_changes_nothing(fake, writer):
+    kueue_managed(fake)
+    before = fake.get("StatefulSet", "serving", "vector-db")
+    resize = ProposedAction(ActionVerb.RESIZE_GPUS, SERVING_STS, "to a MIG slice", TO_MIG)
+    fake.clear_requests()
+
+    with pytest.raises(ActionRefused) as info:
+        writer.dry_run(resize, NOW)
+
+    refused = info.value
+    assert refused.message == f'admission webhook "{KUEUE_STS_WEBHOOK}" denied the request: {KUEUE_DENIAL}'
+    assert (refused.status, refused.reason, refused.target) == (403, "Forbidden", SERVING_STS)
+    assert refused.message in str(refused) and not refused.uncertain
+    assert isinstance(refused, ExecutorError)  # what callers of apply already catch
+    # The one write was the PATCH apply would send, planned from the object as read, as a dry run.
+    assert [(r.method, r.query) for r in fake.requests] == [("GET", {}), ("PATCH", {"dryRun": "All"})]
+    [patch] = patches(fake)
+    assert patch.path == "/apis/apps/v1/namespaces/serving/statefulsets/vector-db"
+    assert (patch.content_type, patch.body) == (MERGE, plan_apply(resize, before, NOW)[0])
+    assert fake.get("StatefulSet", "serving", "vector-db") == before
+    # The real request meets the same webhook (apply's error is the ExecutorError it always was).
+    with pytest.raises(ExecutorError, match="denied the request") as info:
+        writer.apply(resize, NOW)
+    assert info.value.status == 403 and fake.get("StatefulSet", "serving", "vector-db") == before
+
+
+def test_a_dry_run_kueue_allows_passes_and_changes_nothing(fake, writer):
+    kueue_managed(fake)  # Kueue allows scaling a set it manages to zero and back from it
+    before = fake.get("StatefulSet", "serving", "vector-db")
+    fake.clear_requests()
+    assert writer.dry_run(action(ActionVerb.SCALE_TO_ZERO, SERVING_STS), NOW) is None
+    assert [r.method for r in dry_runs(fake)] == ["PATCH"]
+    assert fake.get("StatefulSet", "serving", "vector-db") == before
+
+
+def test_a_dry_run_of_a_resize_on_an_ordinary_statefulset_passes_changes_nothing_and_is_what_apply_sends(fake, writer):
+    fake.add(one_gpu_statefulset({"app": "vector-db"}))
+    before = fake.get("StatefulSet", "serving", "vector-db")
+    resize = ProposedAction(ActionVerb.RESIZE_GPUS, SERVING_STS, "to a MIG slice", TO_MIG)
+    fake.clear_requests()
+
+    assert writer.dry_run(resize, NOW) is None
+
+    [dry] = dry_runs(fake)
+    assert (dry.method, dry.path, dry.query) == (
+        "PATCH", "/apis/apps/v1/namespaces/serving/statefulsets/vector-db", {"dryRun": "All"})
+    assert fake.get("StatefulSet", "serving", "vector-db") == before  # resourceVersion and generation too
+    fake.clear_requests()
+    writer.apply(resize, NOW)
+    [real] = patches(fake)
+    assert real.query == {} and (real.content_type, real.body) == (dry.content_type, dry.body)
+    assert fake.get("StatefulSet", "serving", "vector-db")["spec"]["template"]["spec"]["nodeSelector"] == dict([MIG_NODE])
+
+
+def test_a_dry_run_of_an_action_already_applied_sends_no_patch(fake, writer):
+    writer.apply(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), NOW)
+    fake.clear_requests()
+    writer.dry_run(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), LATER)
+    assert [r.method for r in fake.requests] == ["GET"]
+
+
+def test_a_dry_run_of_a_nodeclaim_delete_deletes_nothing(fake, writer):
+    fake.add(nodeclaim())
+    delete = action(ActionVerb.DELETE_NODECLAIM, CLAIM)
+    writer.dry_run(delete, NOW)
+    assert [(r.method, r.path, r.query) for r in fake.requests] == [
+        ("DELETE", f"/apis/karpenter.sh/v1/nodeclaims/{CLAIM.name}", {"dryRun": "All"})]
+    assert fake.get("NodeClaim", "", CLAIM.name) is not None
+    writer.apply(delete, NOW)
+    assert fake.requests[-1].query == {} and fake.get("NodeClaim", "", CLAIM.name) is None
+
+
+def test_a_dry_run_of_a_nodeclaim_delete_that_is_refused(fake, writer):
+    fake.add(nodeclaim())
+    fake.deny("NodeClaim", "", CLAIM.name, group="karpenter.sh", webhook="validation.example.com",
+              message="deletes are frozen for the holidays")
+    with pytest.raises(ActionRefused) as info:
+        writer.dry_run(action(ActionVerb.DELETE_NODECLAIM, CLAIM), NOW)
+    assert info.value.message == (
+        'admission webhook "validation.example.com" denied the request: deletes are frozen for the holidays')
+    assert info.value.status == 403 and fake.get("NodeClaim", "", CLAIM.name) is not None
+
+
+@pytest.mark.parametrize("verb, gone", [
+    (ActionVerb.STOP_NOTEBOOK, ObjectRef("kubeflow.org/v1", "Notebook", "ml-research", "deleted-yesterday")),
+    (ActionVerb.DELETE_NODECLAIM, CLAIM),  # apply counts a gone NodeClaim as deleted; a dry run says it is gone
+])
+def test_a_dry_run_against_a_target_that_is_gone_says_it_no_longer_exists(fake, writer, verb, gone):
+    with pytest.raises(ExecutorError, match=f"^{gone} no longer exists$") as info:
+        writer.dry_run(action(verb, gone), NOW)
+    assert info.value.status == 404 and not isinstance(info.value, ActionRefused)
+    assert patches(fake) == []
+
+
+def test_a_dry_run_that_gets_no_answer_is_an_error_but_never_uncertain(fake):
+    fake.stall("PATCH", "/apis/kubeflow.org/v1/namespaces/ml-research/notebooks/llm-explore", seconds=1.5)
+    writer = KubernetesWriter(fake.api_client(), timeout_seconds=0.5)
+    with pytest.raises(ExecutorError, match="no answer from the Kubernetes API") as info:
+        writer.dry_run(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), NOW)
+    assert not info.value.uncertain and not isinstance(info.value, ActionRefused)
+    wait_for(lambda: dry_runs(fake), "the stalled dry run to be answered", 5)  # recorded once answered
+    assert STOPPED_ANNOTATION not in annotations(fake.get("Notebook", "ml-research", "llm-explore"))
+
+
+def test_the_routing_writer_sends_the_dry_run_to_the_cluster(fake, writer):
+    kueue_managed(fake)
+    with pytest.raises(ActionRefused, match="vstatefulset.kb.io"):
+        RoutingWriter(writer).dry_run(ProposedAction(ActionVerb.RESIZE_GPUS, SERVING_STS, "resize", TO_MIG), NOW)
+    assert [r.method for r in dry_runs(fake)] == ["PATCH"]
+
+
+def test_the_fake_refuses_a_dry_run_value_it_does_not_know_as_the_api_server_does(fake):
+    path = "/apis/apps/v1/namespaces/serving/statefulsets/embed-batch"
+    before = fake.get("StatefulSet", "serving", "embed-batch")
+    status, body = fake.handle("PATCH", f"{path}?dryRun=Some", b'{"spec": {"replicas": 0}}', MERGE)
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert body["message"] == 'PatchOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["Some"]: supported values: "All"'
+    assert fake.get("StatefulSet", "serving", "embed-batch") == before
+
+
+def test_in_memory_dry_run_checks_the_target_and_the_plan_and_changes_nothing():
+    cluster = InMemoryCluster.from_kubectl_dump(DUMP)
+    before = cluster.dump()
+    cluster.dry_run(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), NOW)
+    assert cluster.dump() == before
+    with pytest.raises(ExecutorError, match="StatefulSet ml-research/nope no longer exists$") as info:
+        cluster.dry_run(action(ActionVerb.SCALE_TO_ZERO, ObjectRef("apps/v1", "StatefulSet", "ml-research", "nope")), NOW)
+    assert info.value.status == 404
+    with pytest.raises(ExecutorError, match="no longer exists"):
+        cluster.dry_run(action(ActionVerb.DELETE_NODECLAIM, CLAIM), NOW)
+    stale = GpuResize(before=(("nvidia.com/gpu", 8),), after=(("nvidia.com/gpu", 4),))
+    with pytest.raises(ExecutorError) as info:
+        cluster.dry_run(ProposedAction(ActionVerb.RESIZE_GPUS, NOTEBOOK, "resize", stale), NOW)
+    assert info.value.stale and cluster.dump() == before
 
 
 # --- the in-memory cluster --------------------------------------------------------------------------

@@ -12,6 +12,14 @@ decoding) is exercised as in production. It holds objects in memory and serves:
   ``application/strategic-merge-patch+json`` as the same; a ``metadata.resourceVersion`` in a
   patch or PUT is a precondition (409 Conflict when stale);
 - ``Status`` JSON errors (404 NotFound, 409 Conflict/AlreadyExists, 415, 400, injected ones);
+- server-side dry runs: PATCH and DELETE with ``dryRun=All`` are checked as usual (404, the
+  resourceVersion precondition, MicroTimes, denials) and answered with the object as it would
+  be, and nothing is stored, bumped or watched; any other ``dryRun`` value is a 422 on the
+  ``PatchOptions``/``DeleteOptions`` (k8s.io/apimachinery v0.36.2 pkg/apis/meta/v1/types.go
+  ``DryRun``, validation/validation.go ``ValidateDryRun``; k8s.io/apiserver v0.36.2
+  pkg/endpoints/handlers/patch.go and delete.go answer ``errors.NewInvalid`` of them);
+- validating admission webhooks that deny (:meth:`FakeKubeApi.deny`), dry runs and real
+  requests alike, answered with the Status the API server makes of a denial;
 - watches (``?watch=1&resourceVersion=RV``): every change since RV as ``WatchEvent`` JSON lines
   over a chunked response (ADDED/MODIFIED/DELETED; an object leaving a field selector is DELETED,
   one entering it ADDED), ``BOOKMARK`` events every ``bookmark_seconds`` and at the end when
@@ -47,7 +55,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 from urllib.parse import parse_qs, urlsplit
 
 import kubernetes.client
@@ -139,6 +147,19 @@ class _Injected:
     times: int
 
 
+@dataclass
+class _Denial:
+    kind: str
+    namespace: str
+    name: str
+    group: str | None
+    webhook: str
+    message: str
+    when: Callable[[Any], bool] | None
+    code: int
+    reason: str
+
+
 class ApiError(Exception):
     """An error the fake answers with, as a ``Status`` object."""
 
@@ -147,7 +168,8 @@ class ApiError(Exception):
         self.code, self.reason, self.message, self.details = code, reason, message, details or {}
 
     def status(self) -> dict:
-        return {
+        """The ``Status`` JSON (meta/v1 types.go: ``details`` is omitempty, so absent when empty)."""
+        status = {
             "kind": "Status",
             "apiVersion": "v1",
             "metadata": {},
@@ -157,6 +179,9 @@ class ApiError(Exception):
             "details": self.details,
             "code": self.code,
         }
+        if not self.details:
+            del status["details"]
+        return status
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -242,6 +267,7 @@ class FakeKubeApi:
         self.bookmark_seconds = 1.0
         self._requests: list[RecordedRequest] = []
         self._injected: list[_Injected] = []
+        self._denials: list[_Denial] = []
         self._stalls: list[list] = []  # [method, path, seconds, times left, times]
         self._list_cache: tuple[tuple, list] = ((), [])
         self._server: ThreadingHTTPServer | None = None
@@ -367,6 +393,26 @@ class FakeKubeApi:
         with self._lock:
             self._injected.append(_Injected(method.upper(), path, status, reason, message, times))
 
+    def deny(
+        self, kind: str, namespace: str, name: str, *, message: str, webhook: str = "vstatefulset.kb.io",
+        when: Callable[[Any], bool] | None = None, group: str | None = None, code: int = 403,
+        reason: str = "Forbidden",
+    ) -> None:
+        """Refuse PATCH and DELETE of one object as a validating admission webhook named
+        ``webhook`` does when it denies them, dry runs and real requests alike (the API server
+        calls webhooks that declare ``sideEffects: None`` on dry runs; k8s.io/apiserver v0.36.2
+        pkg/admission/plugin/webhook/validating/dispatcher.go ``callHook``). ``when(body)``, given
+        the request's parsed JSON body (the merge patch; a DELETE's DeleteOptions, or None),
+        says which requests it denies (all when ``when`` is None). The webhook's answer is
+        ``code`` and ``reason`` with ``message`` (controller-runtime v0.24.1
+        pkg/webhook/admission/response.go ``Denied``, which Kueue's validators answer through:
+        403 Forbidden); the API server answers the Status ``ToStatusErr`` makes of it
+        (k8s.io/apiserver v0.36.2 pkg/admission/plugin/webhook/errors/statuserror.go): the code
+        kept (at least 400), ``status: Failure``, ``reason`` kept, and the message
+        ``admission webhook "<webhook>" denied the request: <message>``."""
+        with self._lock:
+            self._denials.append(_Denial(kind, namespace, name, group, webhook, message, when, code, reason))
+
     def stall(self, method: str, path: str, seconds: float, times: int = 1) -> None:
         """Hold the next ``times`` requests of ``method`` to exactly ``path`` for ``seconds``
         before answering them, as a hung API server would."""
@@ -447,11 +493,15 @@ class FakeKubeApi:
             if method == "GET":
                 return self._present(route, self._find(route))
             if method == "PATCH":
-                return self._patch(route, body, content_type)
+                return self._patch(route, body, content_type, self._dry_run(query, "PatchOptions"))
             if method == "PUT":
                 return self._replace(route, body)
             if method == "DELETE":
+                dry_run = self._dry_run(query, "DeleteOptions")
                 obj = self._find(route)
+                self._admit(route, body)
+                if dry_run:
+                    return self._present(route, obj)
                 key = self._key(route.rtype, route.namespace or "", route.name)
                 del self._store.objects[key]
                 self._bump()
@@ -716,15 +766,22 @@ class FakeKubeApi:
 
         return events()
 
-    def _store_updated(self, route: _Route, old: dict, new: dict) -> dict:
+    def _as_updated(self, route: _Route, old: dict, new: dict) -> dict:
+        """``new`` as an update of ``old`` would leave it, not stored (a dry run's answer): the
+        identity kept, ``generation`` one up when the spec changed, the resourceVersion as was."""
         meta = new.setdefault("metadata", {})
-        for k in ("name", "namespace", "uid", "creationTimestamp"):
+        for k in ("name", "namespace", "uid", "creationTimestamp", "resourceVersion"):
             if k in old["metadata"]:
                 meta[k] = old["metadata"][k]
         if new.get("spec") != old.get("spec") and "generation" in old["metadata"]:
             meta["generation"] = old["metadata"]["generation"] + 1
-        meta["resourceVersion"] = self._bump()
         new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
+        return self._present(route, new)
+
+    def _store_updated(self, route: _Route, old: dict, new: dict) -> dict:
+        self._as_updated(route, old, new)
+        meta = new["metadata"]
+        meta["resourceVersion"] = self._bump()
         key = self._key(route.rtype, route.namespace or "", route.name or "")
         self._record(key, old, new)
         self._store.objects[key] = new
@@ -752,7 +809,36 @@ class FakeKubeApi:
                 "modified; please apply your changes to the latest version and try again",
             )
 
-    def _patch(self, route: _Route, body: Any, content_type: str | None) -> dict:
+    @staticmethod
+    def _dry_run(query: dict, options: str) -> bool:
+        """Whether the request is a dry run (``dryRun=All``); any other value is refused as the
+        API server's ``ValidateDryRun`` does, a 422 on the request's ``options`` kind."""
+        if "dryRun" not in query:
+            return False
+        value = query["dryRun"]
+        if value == "All":
+            return True
+        body = f'Unsupported value: {json.dumps([value])}: supported values: "All"'
+        raise ApiError(
+            422, "Invalid", f'{options}.meta.k8s.io "" is invalid: dryRun: {body}',
+            {"group": "meta.k8s.io", "kind": options,
+             "causes": [{"reason": "FieldValueNotSupported", "message": body, "field": "dryRun"}]},
+        )
+
+    def _admit(self, route: _Route, body: Any) -> None:
+        """The validating admission webhooks :meth:`deny` set: raises the first denial that
+        applies to this object and request."""
+        for d in self._denials:
+            if (
+                (d.kind, d.namespace, d.name) == (route.rtype.kind, route.namespace or "", route.name)
+                and d.group in (None, route.rtype.group)
+                and (d.when is None or d.when(copy.deepcopy(body)))
+            ):
+                raise ApiError(
+                    max(d.code, 400), d.reason, f'admission webhook "{d.webhook}" denied the request: {d.message}'
+                )
+
+    def _patch(self, route: _Route, body: Any, content_type: str | None, dry_run: bool = False) -> dict:
         if content_type not in (MERGE_PATCH, STRATEGIC_MERGE_PATCH):
             raise ApiError(
                 415,
@@ -766,6 +852,9 @@ class FakeKubeApi:
         self._check_precondition(route, old, (body.get("metadata") or {}).get("resourceVersion"))
         patched = merge_patch(old, body)
         self._check_micro_times(route, patched)
+        self._admit(route, body)
+        if dry_run:
+            return self._as_updated(route, old, patched)
         return self._store_updated(route, old, patched)
 
     def _replace(self, route: _Route, body: Any) -> dict:
