@@ -28,7 +28,7 @@ import sqlalchemy.exc
 from actions.advice.request import RIGHT_SIZE
 from actions.model.codec import to_jsonable
 from actions.model.findings import ActionVerb
-from actions.remedy.patches import ExecutorError
+from actions.remedy.patches import ActionRefused, ExecutorError
 from actions.store.requests import ActionRequest
 from actions.store.states import RequestState
 from bot.chat.blocks import plain, short_time
@@ -246,8 +246,20 @@ class Approvals:
                 note=f"Dry run: would {action.summary}. The cluster was not changed.",
             )
             return Outcome(True, f"Request #{request_id} approved (dry run: nothing was changed).")
+        writer = self.rt.writer_for(req.cluster)
         try:
-            undo = self.rt.writer_for(req.cluster).apply(action, now)
+            # The exact request, sent first as a server-side dry run: webhooks and validation
+            # answer, nothing changes (ClusterWriter.dry_run).
+            writer.dry_run(action, now)
+            undo = writer.apply(action, now)
+        except ActionRefused as e:
+            self._count_failure(req.verb, "dry-run", e)
+            self._settle(
+                request_id, "approved", "failed", now, event="dry-run-refused",
+                detail={"status": e.status, "reason": e.reason, "message": e.message},
+                note=f"The API server refuses this change, so nothing was changed: {e.message}",
+            )
+            return Outcome(False, f"Request #{request_id}: the API server refuses it, nothing was changed: {plain(e.message)}")
         except Exception as e:  # noqa: BLE001 - whatever broke, the request must end decided, not stuck
             if not isinstance(e, ExecutorError):
                 log.exception("request %s: executor raised", request_id)

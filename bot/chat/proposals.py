@@ -22,6 +22,7 @@ is either changed or not, never half.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Collection, Mapping
@@ -31,7 +32,7 @@ from actions.advice.model import Recommendation
 from actions.advice.request import RIGHT_SIZE, advice_finding
 from actions.model.codec import finding_from_jsonable, to_jsonable
 from actions.model.findings import Finding
-from actions.remedy.patches import ExecutorError, plan_apply, plan_restore
+from actions.remedy.patches import ActionRefused, ExecutorError, plan_apply, plan_restore
 from actions.store import bulk as store_bulk
 from actions.store.requests import ActionRequest, new_request
 from actions.store.states import RequestState
@@ -222,6 +223,11 @@ class Proposals:
 
         # One lookup, one insert and one update for all findings: a large fleet has hundreds.
         held = store_bulk.open_for_keys(store, by_key)
+        refused = self._dry_runs([f for f in by_key.values() if f.key not in held], now)
+        for key, e in refused.items():
+            by_key[key] = dataclasses.replace(
+                by_key[key], action=None, report_reason=f"the API server refuses the change: {e.message}"
+            )
         # Each finding as stored, and back: its message is rendered from the finding itself.
         written = {json.dumps(to_jsonable(f)): f for f in by_key.values()}
         as_json = {f.key: text for text, f in written.items()}
@@ -246,11 +252,34 @@ class Proposals:
                     fields["act_at"] = act_at_for(f, now)
                 changes.append((req.id, fields))
         created = store_bulk.create_requests(store, new, now)
+        for key, req in (store_bulk.open_for_keys(store, refused) if refused else {}).items():
+            e = refused[key]
+            store.audit(req.id, actor=SYSTEM, event="dry-run-refused", now=now,
+                        detail={"status": e.status, "reason": e.reason, "message": e.message})
         updated = store_bulk.update_requests(store, changes, now=now, actor=SYSTEM, event="updated")
         counts["proposed"] += len(created)
         counts["updated"] += len(updated)
         self.refresh_messages(created + updated, now, written)
         return counts
+
+    def _dry_runs(self, findings: Collection[Finding], now: datetime) -> dict[str, ActionRefused]:
+        """The new proposals' actions sent as server-side dry runs (none when the bot itself runs
+        dry: its RBAC may not patch): finding key -> the API server's refusal, for those it
+        refuses. A dry run that could not be sent leaves the proposal as it is; the one right
+        before acting decides."""
+        if self.rt.dry_run:
+            return {}
+        out = {}
+        for f in findings:
+            if f.action is None:
+                continue
+            try:
+                self.rt.writer_for(f.cluster).dry_run(f.action, now)
+            except ActionRefused as e:
+                out[f.key] = e
+            except Exception as e:  # noqa: BLE001 - an unreachable API server must not stop the sweep
+                log.warning("dry run of %s not sent: %s", f.key, e)
+        return out
 
     def propose_advice(self, recs: Collection[Recommendation], now: datetime, window_seconds: float) -> list[int]:
         """Make a ``right-size`` request, posted to its team's approvers with Approve/Deny, of each
@@ -259,6 +288,12 @@ class Proposals:
         The sweeps leave these requests alone; they expire after the policy's request TTL."""
         findings = {r.key: advice_finding(r, now, window_seconds, r.cluster) for r in recs if r.action is not None}
         held = store_bulk.open_for_keys(self.rt.store, findings)
+        # A change the API server refuses (Kueue's webhook on a pod template it manages) is no
+        # request: its advice stands in the advice post.
+        for key, e in self._dry_runs([f for k, f in findings.items() if k not in held], now).items():
+            del findings[key]
+            self.rt.store.audit(None, actor=SYSTEM, event="dry-run-refused", now=now,
+                                detail={"key": key, "status": e.status, "reason": e.reason, "message": e.message})
         new = [
             new_request(
                 key=f.key, team=f.team, kind=f.kind, namespace=f.namespace, name=f.name,

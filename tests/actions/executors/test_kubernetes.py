@@ -24,6 +24,14 @@ from actions.remedy.patches import (
     plan_apply,
 )
 from tests.support.fakes.kube_api import FakeKubeApi
+from tests.support.kueue_webhook import (
+    KUEUE_DENIAL,
+    KUEUE_STS_WEBHOOK,
+    MIG_NODE,
+    TO_MIG,
+    kueue_managed,
+    one_gpu_statefulset,
+)
 from tests.support.paths import DEMO_CLUSTER
 from tests.support.waiting import wait_for
 
@@ -327,54 +335,8 @@ def test_undo_record_of_another_action_is_refused(fake, writer):
 
 # --- server-side dry run ---------------------------------------------------------------------------
 
-# The label that puts a StatefulSet under Kueue (kueue v0.19.2 pkg/controller/constants QueueLabel).
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-# Kueue's validating webhook for StatefulSets (kueue v0.19.2
-# pkg/controller/jobs/statefulset/statefulset_webhook.go, kubebuilder marker name=vstatefulset.kb.io,
-# sideEffects=None: the API server calls it on dry runs too).
-KUEUE_STS_WEBHOOK = "vstatefulset.kb.io"
-# Its ValidateUpdate, while Kueue manages the set, runs jobframework.ValidateImmutablePodGroupPodSpec
-# (kueue v0.19.2 pkg/controller/jobframework/validation.go) over pkg/util/pod SpecShape: each
-# container's resources.requests, and the pod's nodeSelector among others, must not change; each
-# difference is apivalidation.ValidateImmutableField's field.Invalid(path, new value, "field is
-# immutable") (k8s.io/apimachinery v0.36.2 pkg/api/validation/objectmeta.go), printed by
-# field.Error.Error() as "<path>: Invalid value: <new value as JSON>: field is immutable" (pkg/util/
-# validation/field/errors.go), several joined by ErrorList.ToAggregate() as "[a, b]" (pkg/util/errors
-# errors.go; their order is a set's, unsorted). controller-runtime v0.24.1 admission.Denied answers
-# it with 403 Forbidden; the API server prefixes the webhook's name (k8s.io/apiserver v0.36.2
-# pkg/admission/plugin/webhook/errors/statuserror.go ToStatusErr).
-MIG_NODE = ("nvidia.com/mig-1g.10gb.product", "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb")
-TO_MIG = GpuResize(before=(("nvidia.com/gpu", 1),), after=(("nvidia.com/mig-1g.10gb", 1),), node_selector=(MIG_NODE,))
-KUEUE_DENIAL = (
-    '[spec.template.spec.containers[0].resources.requests: Invalid value: {"cpu":"4","nvidia.com/mig-1g.10gb":"1"}: '
-    "field is immutable, "
-    'spec.template.spec.nodeSelector: Invalid value: {"nvidia.com/mig-1g.10gb.product":'
-    '"NVIDIA-H100-80GB-HBM3-MIG-1g.10gb"}: field is immutable]'
-)
 SERVING_STS = ObjectRef("apps/v1", "StatefulSet", "serving", "vector-db")
 CLAIM = ObjectRef("karpenter.sh/v1", "NodeClaim", "", "gpu-h100-7xk2p")
-
-
-def one_gpu_statefulset(labels: dict) -> dict:
-    """A StatefulSet whose pod template's one container requests one whole GPU (requests listed:
-    Kueue's pod-template shape compares requests, not limits)."""
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
-        "metadata": {"name": "vector-db", "namespace": "serving", "generation": 2, "labels": labels},
-        "spec": {
-            "replicas": 1,
-            "serviceName": "vector-db",
-            "selector": {"matchLabels": {"app": "vector-db"}},
-            "template": {
-                "metadata": {"labels": {"app": "vector-db"}},
-                "spec": {"containers": [{
-                    "name": "db", "image": "vector-db:2",
-                    "resources": {"limits": {"nvidia.com/gpu": "1"}, "requests": {"cpu": "4", "nvidia.com/gpu": "1"}},
-                }]},
-            },
-        },
-    }
 
 
 def nodeclaim() -> dict:
@@ -384,18 +346,6 @@ def nodeclaim() -> dict:
         "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"}},
         "status": {"nodeName": "h100-empty"},
     }
-
-
-def touches_the_pod_template(patch) -> bool:
-    """What Kueue's webhook refuses in these tests: a patch of the pod template (a resize); a
-    scale to zero, which it allows, leaves the template alone."""
-    return "template" in ((patch or {}).get("spec") or {})
-
-
-def kueue_managed(fake: FakeKubeApi) -> None:
-    fake.add(one_gpu_statefulset({"app": "vector-db", QUEUE_LABEL: "team-a"}))
-    fake.deny("StatefulSet", "serving", "vector-db", webhook=KUEUE_STS_WEBHOOK, message=KUEUE_DENIAL,
-              when=touches_the_pod_template)
 
 
 def dry_runs(fake: FakeKubeApi) -> list:

@@ -182,6 +182,9 @@ class GatedWriter:
     def restore(self, action, undo, now):
         return self.cluster.restore(action, undo, now)
 
+    def dry_run(self, action, now):
+        return self.cluster.dry_run(action, now)
+
     def current(self, target):
         return self.cluster.current(target)
 
