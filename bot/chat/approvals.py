@@ -253,13 +253,14 @@ class Approvals:
             writer.dry_run(action, now)
             undo = writer.apply(action, now)
         except ActionRefused as e:
-            self._count_failure(req.verb, "dry-run", e)
+            self._count_failure(req.verb, "apply", e)
             self._settle(
                 request_id, "approved", "failed", now, event="dry-run-refused",
                 detail={"status": e.status, "reason": e.reason, "message": e.message},
                 note=f"The API server refuses this change, so nothing was changed: {e.message}",
             )
-            return Outcome(False, f"Request #{request_id}: the API server refuses it, nothing was changed: {plain(e.message)}")
+            return Outcome(False, f"Request #{request_id}: the API server refuses it (HTTP {e.status}), nothing was changed: "
+                                  f"{plain(e.message)}")
         except Exception as e:  # noqa: BLE001 - whatever broke, the request must end decided, not stuck
             if not isinstance(e, ExecutorError):
                 log.exception("request %s: executor raised", request_id)

@@ -58,7 +58,7 @@ def test_of_twenty_simultaneous_approves_one_acts_and_all_are_audited(bot, kube)
     )
     assert presses.count("approved") == 1
     assert set(presses) - {"approved"} <= {"approve-ignored", "approve-lost-race"}
-    assert sum(1 for r in kube.requests if r.method == "PATCH") == 1 and stopped(kube)
+    assert sum(1 for r in kube.changes() if r.method == "PATCH") == 1 and stopped(kube)
     # Every loser was told why.
     told = wait_for(lambda: sum(bool(bot.slack.responses_to(f"race-{i}")) for i in range(20)) == 19, "19 answers")
     assert told

@@ -98,7 +98,7 @@ def press(url, slack, action_id, request_id, user, message_ts, name):
 def notebook_patches(kube):
     return [
         json.loads(r.body) if isinstance(r.body, (str, bytes)) else r.body
-        for r in kube.requests
+        for r in kube.changes()
         if r.method == "PATCH" and r.path.endswith("/notebooks/llm-explore")
     ]
 

@@ -169,8 +169,11 @@ def test_an_empty_karpenter_nodes_nodeclaim_is_deleted_on_approval(admin_runtime
     rt.clock.now = shapes.SWEEP_AT + timedelta(minutes=5)
     outcome = Approvals(rt).approve(req.id, APPROVER)
     assert outcome.ok, outcome.message
-    writes = [(r.method, r.path) for r in kube.requests if r.method != "GET"]
+    writes = [(r.method, r.path) for r in kube.changes()]
     assert writes == [("DELETE", f"/apis/karpenter.sh/v1/nodeclaims/{claim}")]
+    # Sent first as a server-side dry run, at proposal and again right before acting.
+    dry = [r for r in kube.requests if r.method == "DELETE" and r.query.get("dryRun") == "All"]
+    assert len(dry) == 2 and all(r.path.endswith(f"/nodeclaims/{claim}") for r in dry)
     assert kube.get("NodeClaim", "", claim) is None
     assert all(kube.get("NodeClaim", "", n.nodeclaim) is not None for n in shapes.NODES if n is not shapes.EMPTY)
 
@@ -181,4 +184,4 @@ def test_an_empty_karpenter_nodes_nodeclaim_is_deleted_on_approval(admin_runtime
     assert "nothing to restore: Karpenter provisions again for pods that need GPUs" in json.dumps(message["blocks"])
     refused = Approvals(rt).restore(req.id, APPROVER)
     assert not refused.ok and "there is nothing to restore" in refused.message
-    assert [r for r in kube.requests if r.method != "GET"] == [r for r in kube.requests if r.method == "DELETE"]
+    assert [r for r in kube.changes()] == [r for r in kube.changes() if r.method == "DELETE"]

@@ -165,7 +165,7 @@ def test_an_idle_one_is_proposed_approved_and_restored_exactly(kind, sqlite_url)
         outcome = Approvals(rt).approve(req.id, APPROVER)
         assert outcome.ok, outcome.message
         assert case.applied(fake)
-        patches = [r for r in fake.requests if r.method == "PATCH"]
+        patches = [r for r in fake.changes() if r.method == "PATCH"]
         assert len(patches) == 1 and patches[0].path.endswith(f"/{case.target[1].lower()}s/{case.target[2]}")
         assert rt.store.get(req.id).state == "done"
 
@@ -194,7 +194,7 @@ def test_a_busy_one_is_left_alone(kind, sqlite_url):
         rt.clock.now = later
         assert not Approvals(rt).approve(req.id, APPROVER).ok
         assert rt.store.get(req.id).state == "superseded"
-        assert [r for r in fake.requests if r.method == "PATCH"] == []
+        assert [r for r in fake.changes() if r.method == "PATCH"] == []
 
 
 def test_a_kueue_pod_group_is_reported_never_deactivated(sqlite_url):

@@ -447,7 +447,7 @@ def test_a_dry_run_against_a_target_that_is_gone_says_it_no_longer_exists(fake, 
 
 
 def test_a_dry_run_that_gets_no_answer_is_an_error_but_never_uncertain(fake):
-    fake.stall("PATCH", "/apis/kubeflow.org/v1/namespaces/ml-research/notebooks/llm-explore", seconds=1.5)
+    fake.stall("PATCH", "/apis/kubeflow.org/v1/namespaces/ml-research/notebooks/llm-explore", seconds=1.5, dry_run=True)
     writer = KubernetesWriter(fake.api_client(), timeout_seconds=0.5)
     with pytest.raises(ExecutorError, match="no answer from the Kubernetes API") as info:
         writer.dry_run(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), NOW)

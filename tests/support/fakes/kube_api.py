@@ -145,6 +145,7 @@ class _Injected:
     reason: str
     message: str
     times: int
+    dry_run: bool = False
 
 
 @dataclass
@@ -268,7 +269,7 @@ class FakeKubeApi:
         self._requests: list[RecordedRequest] = []
         self._injected: list[_Injected] = []
         self._denials: list[_Denial] = []
-        self._stalls: list[list] = []  # [method, path, seconds, times left, times]
+        self._stalls: list[list] = []  # [method, path, seconds, times left, times, dry runs only]
         self._list_cache: tuple[tuple, list] = ((), [])
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -388,10 +389,12 @@ class FakeKubeApi:
                     return copy.deepcopy(obj)
         return None
 
-    def fail(self, method: str, path: str, status: int, reason: str, message: str, times: int = 1) -> None:
-        """Answer the next ``times`` requests of ``method`` to exactly ``path`` with this error."""
+    def fail(self, method: str, path: str, status: int, reason: str, message: str, times: int = 1, *,
+             dry_run: bool = False) -> None:
+        """Answer the next ``times`` requests of ``method`` to exactly ``path`` with this error:
+        the real requests, or with ``dry_run`` the ``dryRun=All`` ones."""
         with self._lock:
-            self._injected.append(_Injected(method.upper(), path, status, reason, message, times))
+            self._injected.append(_Injected(method.upper(), path, status, reason, message, times, dry_run))
 
     def deny(
         self, kind: str, namespace: str, name: str, *, message: str, webhook: str = "vstatefulset.kb.io",
@@ -413,11 +416,18 @@ class FakeKubeApi:
         with self._lock:
             self._denials.append(_Denial(kind, namespace, name, group, webhook, message, when, code, reason))
 
-    def stall(self, method: str, path: str, seconds: float, times: int = 1) -> None:
+    def stall(self, method: str, path: str, seconds: float, times: int = 1, *, dry_run: bool = False) -> None:
         """Hold the next ``times`` requests of ``method`` to exactly ``path`` for ``seconds``
-        before answering them, as a hung API server would."""
+        before answering them, as a hung API server would: the real requests, or with ``dry_run``
+        the ``dryRun=All`` ones (a bot sends a dry run before each write)."""
         with self._lock:
-            self._stalls.append([method.upper(), path, seconds, times, times])
+            self._stalls.append([method.upper(), path, seconds, times, times, dry_run])
+
+    def changes(self) -> list[RecordedRequest]:
+        """The PATCH and DELETE requests that were no dry run (``dryRun=All``): what changed, or
+        tried to change, the objects."""
+        with self._lock:
+            return [r for r in self._requests if r.method in ("PATCH", "DELETE") and r.query.get("dryRun") != "All"]
 
     def stalling(self, method: str, path: str) -> bool:
         """True once a request :meth:`stall` holds has arrived (it is held, or was)."""
@@ -451,7 +461,8 @@ class FakeKubeApi:
         parts = urlsplit(raw_path)
         query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         with self._lock:
-            stall = next((st for st in self._stalls if st[:2] == [method, parts.path] and st[3] > 0), None)
+            dry = query.get("dryRun") == "All"
+            stall = next((st for st in self._stalls if st[:2] == [method, parts.path] and st[3] > 0 and st[5] == dry), None)
             if stall:
                 stall[3] -= 1
         if stall:
@@ -467,7 +478,7 @@ class FakeKubeApi:
                 RecordedRequest(method, parts.path, query, parsed, content_type, authorization)
             )
             for inj in self._injected:
-                if inj.method == method and inj.path == parts.path and inj.times > 0:
+                if inj.method == method and inj.path == parts.path and inj.times > 0 and inj.dry_run == dry:
                     inj.times -= 1
                     return inj.status, ApiError(inj.status, inj.reason, inj.message).status()
             try:
