@@ -33,6 +33,7 @@ from bot.jobs.advice import AdviceJob
 from tests.support.demo_world import APPROVER, CHANNEL, OTHER, buttons, make_runtime
 from tests.support.fakes.kube_api import FakeKubeApi
 from tests.support.fakes.slack_api import FakeSlack
+from tests.support.gpu_nodes import h100_cluster
 from tests.support.paths import DEMO_CLUSTER
 
 DUMP = json.loads((DEMO_CLUSTER).read_bytes())
@@ -203,7 +204,7 @@ def usage(**changes) -> ConsumerUsage:
         consumer_kind="Notebook", name="llm-explore", role="notebook", pods=("llm-explore-0",), whole_gpus=1,
         gpus=1.0, gpu_model=H100, instance_type="p5.48xlarge", capacity=CapacityType.ON_DEMAND,
         window_seconds=7 * 86400, gpu_hours=168.0, peak_fb_mib=6000, peak_engine_pct=9, busy_gpus=1,
-        target=NOTEBOOK,
+        target=NOTEBOOK, landing=h100_cluster(),
     )
     base.update(changes)
     return ConsumerUsage(**base)
