@@ -272,6 +272,7 @@ def _right_size(u: ConsumerUsage, quote: PriceQuote, prices: PriceBook, policy: 
         if plan:
             evidence.append((f"p{pct:g} of GPUs busy at once per container",
                              ", ".join(f"{n} {b:g} of {c}" for n, c, b in whole_containers)))
+    wanted = why = None  # a MIG profile that would fit and why no node offers it
     if needed == 1 and u.peak_fb_mib is not None and u.peak_engine_pct is not None:
         offered = mig_fit(u.gpu_model, u.peak_fb_mib, u.peak_engine_pct, policy.fb_headroom, u.landing)
         wanted = None if offered else smallest_profile(u.gpu_model, u.peak_fb_mib, u.peak_engine_pct, policy.fb_headroom)
@@ -317,7 +318,8 @@ def _right_size(u: ConsumerUsage, quote: PriceQuote, prices: PriceBook, policy: 
         change=change,
         current_usd_per_month=current, advised_usd_per_month=advised,
         saving_usd_per_month=money(current - advised), evidence=tuple(evidence), prices=(quote,),
-        notes=(f"{usd_rate(rate)}/GPU-hour x {monthly:,.1f} GPU-hours a month x {needed}/{u.whole_gpus}",),
+        notes=(f"{usd_rate(rate)}/GPU-hour x {monthly:,.1f} GPU-hours a month x {needed}/{u.whole_gpus}",
+               *((f"not MIG {wanted.profile}: {why}",) if wanted and why else ())),
         target=u.target, resize=resize,
     )
 

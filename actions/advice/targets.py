@@ -126,18 +126,19 @@ def node_offer(node: Node) -> NodeOffer:
     """What ``node`` offers (see the module docstring). Pure."""
     product = parent_product(node.gpu_product or "")
     strategy = node.mig_strategy
+    allocatable = node.gpu_allocatable or node.gpu_devices  # a node that reports none: its capacity
     offers: list[MigOffer] = []
     if strategy == "mixed":
-        for resource, count in sorted(node.gpu_allocatable.items()):
+        for resource, count in sorted(allocatable.items()):
             name = parse_mig(resource) if count > 0 else None
             label = f"{resource}.product"
             if name is not None and node.labels.get(label):
                 offers.append(MigOffer(name, "mixed", resource, (label, node.labels[label])))
     single = parse_mig(node.gpu_product) if strategy == "single" and node.gpu_product else None
-    if single is not None and node.gpu_allocatable.get(GPU_RESOURCE, 0) > 0:
+    if single is not None and allocatable.get(GPU_RESOURCE, 0) > 0:
         offers.append(MigOffer(single, "single", GPU_RESOURCE, ("nvidia.com/gpu.product", node.gpu_product or "")))
     whole = 0 if single is not None or node.gpu_replicas > 1 or product.endswith("-SHARED") else (
-        node.gpu_allocatable.get(GPU_RESOURCE, 0))
+        allocatable.get(GPU_RESOURCE, 0))
     return NodeOffer(node.name, product, strategy, tuple(offers), whole)
 
 

@@ -477,3 +477,25 @@ def test_exempt_keeps_every_piece_of_advice_on_the_consumer_quiet_until_it_ends(
     # Exemption over: the consumer's advice is posted again, and its right-sizing asked again.
     assert _job(rt, [mig, spot, other]).run(rt.clock()) == {
         "posted": 2, "repeated": 1, "no-channel": 0, "requests": 1, "silenced": 0}
+
+
+def test_mig_under_the_single_strategy_keeps_one_gpu_and_pins_the_product_then_restores(fake, writer):
+    from tests.support.gpu_nodes import offers, single_node
+
+    # One nvidia.com/gpu is one 1g.10gb instance on a node GFD labels
+    # nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3-MIG-1g.10gb (k8s-device-plugin v0.20.0
+    # internal/lm/mig-strategy.go newMigStrategySingleLabeler): the request stays 1 GPU, and only
+    # the nodeSelector moves the notebook there.
+    single = usage(landing=offers(single_node("h100-mig-single", H100, "1g.10gb", 56)))
+    [r] = [r for r in advise_consumer(single, BUNDLED, AdvicePolicy()) if r.kind == "mig"]
+    product = ("nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb")
+    assert r.action.resize == GpuResize(before=(("nvidia.com/gpu", 1),), after=(("nvidia.com/gpu", 1),),
+                                        node_selector=(product,))
+    before = copy.deepcopy(fake.get("Notebook", "ml-research", "llm-explore"))
+    undo = writer.apply(r.action, NOW)
+    spec = fake.get("Notebook", "ml-research", "llm-explore")["spec"]["template"]["spec"]
+    assert spec["nodeSelector"] == dict([product])
+    assert spec["containers"][0]["resources"] == before["spec"]["template"]["spec"]["containers"][0]["resources"]
+    assert writer.apply(r.action, NOW) == undo  # applied: the selector is there
+    writer.restore(r.action, undo, NOW)
+    assert fake.get("Notebook", "ml-research", "llm-explore")["spec"] == before["spec"]
