@@ -15,6 +15,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from actions.advice.targets import NodeOffer
 from actions.model.findings import ActionVerb, GpuResize, ProposedAction
 from actions.model.kube import CapacityType, ObjectRef
 from actions.model.quote import PriceQuote
@@ -40,6 +41,9 @@ class ConsumerUsage:
     ceiling for its GPU model). Any history figure may be ``None`` when Prometheus had no series.
     ``containers`` lists, for one pod of several GPU containers, each as ``(name, whole GPUs,
     GPUs busy at once)`` (the ``busy_quantile`` over that container's GPUs alone, or ``None``).
+    ``landing`` is what each node its pods can land on offers (:mod:`actions.advice.targets`;
+    empty: none known, so no size is advised that a node must give); ``kueue`` says why Kueue
+    manages it (its Workload, or a ``kueue.x-k8s.io/queue-name`` label), ``None`` when it does not.
     """
 
     key: str
@@ -67,6 +71,8 @@ class ConsumerUsage:
     workload: str | None = None
     target: ObjectRef | None = None
     containers: tuple[tuple[str, int, float | None], ...] = ()
+    landing: tuple[NodeOffer, ...] = ()
+    kueue: str | None = None
 
     @property
     def subject(self) -> str:

@@ -5,11 +5,15 @@ Per consumer (:func:`advise_consumer`), over the last ``AdvicePolicy.window_seco
 
 - **fewer GPUs**: ``N`` whole GPUs requested but at most ``k < N`` busy at once (the
   ``busy_quantile``, default the 99th percentile, of GPUs above ``busy_engine_pct``): ``k``
-  GPUs, saving ``(N - k) / N`` of its cost;
+  GPUs, saving ``(N - k) / N`` of its cost, when a node its pods can land on offers that many
+  whole GPUs of its model;
 - **a MIG profile**: one GPU (or one needed) whose peak framebuffer x (1 + ``fb_headroom``) and
-  peak engine activity fit a MIG profile of its GPU (:func:`actions.hardware.mig.smallest_profile`); it
-  then costs the profile's share of the GPU (``1g`` of 7 slices: 1/7), as the bot's GPU
-  accounting charges a MIG instance;
+  peak engine activity fit a MIG profile of its GPU that a node its pods can land on offers
+  (:mod:`actions.advice.targets`: ``nvidia.com/mig-<profile>`` allocatable under the ``mixed``
+  strategy, or the ``single`` strategy's product); it then costs the profile's share of the GPU
+  (``1g`` of 7 slices: 1/7), as the bot's GPU accounting charges a MIG instance. When a profile
+  of the MIG table would fit but no such node offers one, no profile is advised and the advice
+  says why (advice only, no saving);
 - **a smaller GPU**: the same fit on a cheaper GPU model of the catalog on the same cloud
   (:mod:`actions.advice.smaller_gpu`: memory from NVIDIA's datasheets, peak activity scaled by the
   datasheets' throughput ratio under ``smaller_gpu_max_pct``); when both fit, the one that costs
@@ -18,6 +22,9 @@ Per consumer (:func:`advise_consumer`), over the last ``AdvicePolicy.window_seco
   the interruption-adjusted spot rate ``spot x I / (I - C/2)`` of :mod:`actions.estimate`.
 
 Per team and GPU family (:mod:`actions.advice.commitments`): a commitment for the steady baseline.
+
+A consumer Kueue manages is never resized in place (:data:`actions.advice.targets.KUEUE_RULE`):
+its advice says to resubmit with the advised size and carries no resize action.
 
 Money: a consumer's GPU-hours a month are its window's GPU-hours x 730 h / window hours;
 a rate is rounded to 4 decimals (USD per GPU-hour) and a monthly figure to the cent, so the
@@ -42,8 +49,10 @@ from actions.advice.model import (
     TeamBaseline,
 )
 from actions.advice.smaller_gpu import SmallerGpu, smaller_gpu
+from actions.advice.targets import KUEUE_RULE, MigOffer, mig_fit, no_mig_reason, resubmit, whole_gpus_fit
 from actions.estimate.price import interruption_overhead
 from actions.hardware.mig import smallest_profile
+from actions.hardware.mig_names import gfd_name
 from actions.model.codec import to_jsonable
 from actions.model.findings import GpuResize
 from actions.model.kube import CapacityType
@@ -115,9 +124,10 @@ def resize_of(u: ConsumerUsage, after: tuple[tuple[str, int], ...],
     """The pod template change that makes right-sizing advice: ``nvidia.com/gpu: whole_gpus``
     -> ``after`` in its one pod's template (and ``node_selector`` labels added), or ``None``
     (advice only) when the consumer runs more than one pod (the GPUs are spread over replicas:
-    fewer pods is a person's call) or its object is not a Notebook, Deployment or StatefulSet."""
+    fewer pods is a person's call), its object is not a Notebook, Deployment or StatefulSet, or
+    Kueue manages it (resubmitted, never patched in place)."""
     t = u.target
-    if t is None or (t.api_version, t.kind) not in RESIZABLE or len(u.pods) != 1:
+    if t is None or (t.api_version, t.kind) not in RESIZABLE or len(u.pods) != 1 or u.kueue:
         return None
     return GpuResize(before=(("nvidia.com/gpu", u.whole_gpus),), after=after, node_selector=node_selector)
 
@@ -146,35 +156,57 @@ def mig_node_selector(gpu_model: str, profile: str) -> tuple[tuple[str, str], ..
     as DCGM's ``modelName`` gives it): GPU Feature Discovery, under the ``mixed`` MIG strategy,
     labels such a node ``nvidia.com/mig-<profile>.product: <name, spaces as dashes>-MIG-<profile>``
     (its value is the same whatever the count, unlike ``.count``; and it names the parent GPU, so
-    an A100's 1g.10gb is not taken for an H100's). Empty when the model is unknown."""
+    an A100's 1g.10gb is not taken for an H100's). Empty when the model is unknown. The advice
+    names the label of the node that offers the profile; this is what GFD would write."""
     if not gpu_model.strip():
         return ()
-    return ((f"nvidia.com/mig-{profile}.product", f"{gpu_model.strip().replace(' ', '-')}-MIG-{profile}"),)
+    return ((f"nvidia.com/mig-{profile}.product", f"{gfd_name(gpu_model)}-MIG-{profile}"),)
 
 
-def _mig(u: ConsumerUsage, fit, quote: PriceQuote, current: float, base: list, policy: AdvicePolicy) -> Recommendation:
+def _mig(u: ConsumerUsage, fit, offer: MigOffer, quote: PriceQuote, current: float, base: list,
+         policy: AdvicePolicy) -> Recommendation:
     signal = u.engine_signal or "engine activity"
     rate, monthly = rate4(quote.usd_per_gpu_hour), u.gpu_hours_per_month
+    nodes = sorted(n.node for n in u.landing if offer in n.mig)
+    shown = ", ".join(nodes[:3]) + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
     evidence = [
         *base,
         ("peak framebuffer used (DCGM_FI_DEV_FB_USED)", _mib(u.peak_fb_mib or 0)),
         (f"needed with {policy.fb_headroom:.0%} headroom", _mib(fit.needed_mib)),
         (f"peak {signal}", f"{u.peak_engine_pct:.1f}%"),
         (f"MIG {fit.profile}", f"{_mib(fit.memory_mib)}, {fit.slices} of {fit.gpu_slices} compute slices ({fit.share:.1%})"),
+        (f"offered (MIG strategy {offer.strategy}) by", f"{len(nodes)} node(s) it can land on: {shown}"),
     ]
     advised = money(current * fit.share / u.whole_gpus)
-    selector = mig_node_selector(u.gpu_model, fit.profile)
-    where = "".join(f", nodeSelector `{k}: {v}`" for k, v in selector)
+    key, value = offer.selector
+    what = (f"`{offer.resource}: 1`" if offer.strategy == "mixed"
+            else f"`nvidia.com/gpu: 1` (one {offer.name.profile} instance, MIG strategy single)")
+    change = (f"request {what} instead of `nvidia.com/gpu: {u.whole_gpus}`, nodeSelector `{key}: {value}` "
+              f"(a node whose GPUs are partitioned with {offer.name.profile}, GPU Operator mig.strategy {offer.strategy})")
     return Recommendation(
         kind="mig", key=f"mig/{u.key}", team=u.team, namespace=u.namespace, subject=u.subject,
         summary=f"run {u.subject} on MIG {fit.profile} instead of {u.whole_gpus} whole {u.gpu_model}",
-        change=f"request `{fit.resource}: 1` instead of `nvidia.com/gpu: {u.whole_gpus}`{where} "
-        f"(a node whose GPUs are partitioned with {fit.profile}, GPU Operator mig.strategy mixed)",
+        change=resubmit(u.kueue, change),
         current_usd_per_month=current, advised_usd_per_month=advised,
         saving_usd_per_month=money(current - advised), evidence=tuple(evidence), prices=(quote,),
         notes=(f"{usd_rate(rate)}/GPU-hour x {monthly:,.1f} GPU-hours a month; a {fit.profile} instance "
                f"is charged {fit.slices}/{fit.gpu_slices} of a GPU",),
-        target=u.target, resize=resize_of(u, ((fit.resource, 1),), selector) if selector else None,
+        target=u.target, resize=resize_of(u, ((offer.resource, 1),), (offer.selector,)),
+    )
+
+
+def _no_mig(u: ConsumerUsage, fit, why: str, quote: PriceQuote, current: float, base: list) -> Recommendation:
+    """Advice only: a profile of the MIG table would fit, but no node it can land on offers one."""
+    advised = money(current * fit.share / u.whole_gpus)
+    return Recommendation(
+        kind="mig", key=f"mig/{u.key}", team=u.team, namespace=u.namespace, subject=u.subject,
+        summary=f"no MIG profile for {u.subject}: {why}",
+        change=f"none a team can make: a node its pods can land on must offer {fit.profile} of {u.gpu_model} "
+        "(the cluster admins' GPU Operator mig.strategy and mig-parted config) before it can be requested",
+        current_usd_per_month=current, advised_usd_per_month=None, saving_usd_per_month=None,
+        evidence=tuple(base), prices=(quote,),
+        notes=(f"on such a node {fit.profile} would cost {usd(advised)} a month instead of {usd(current)}",),
+        target=u.target,
     )
 
 
@@ -240,12 +272,15 @@ def _right_size(u: ConsumerUsage, quote: PriceQuote, prices: PriceBook, policy: 
         if plan:
             evidence.append((f"p{pct:g} of GPUs busy at once per container",
                              ", ".join(f"{n} {b:g} of {c}" for n, c, b in whole_containers)))
+    wanted = why = None  # a MIG profile that would fit and why no node offers it
     if needed == 1 and u.peak_fb_mib is not None and u.peak_engine_pct is not None:
-        fit = smallest_profile(u.gpu_model, u.peak_fb_mib, u.peak_engine_pct, policy.fb_headroom)
+        offered = mig_fit(u.gpu_model, u.peak_fb_mib, u.peak_engine_pct, policy.fb_headroom, u.landing)
+        wanted = None if offered else smallest_profile(u.gpu_model, u.peak_fb_mib, u.peak_engine_pct, policy.fb_headroom)
+        why = no_mig_reason(u.gpu_model, wanted, u.landing) if wanted else None
         smaller = smaller_gpu(u.gpu_model, quote, prices, u.peak_fb_mib, u.peak_engine_pct,
                               headroom=policy.fb_headroom, max_pct=policy.smaller_gpu_max_pct)
         options = sorted(
-            [r for r in (fit and _mig(u, fit, quote, current, evidence, policy),
+            [r for r in (offered and _mig(u, *offered, quote, current, evidence, policy),
                          smaller and _smaller(u, smaller, quote, current, evidence, policy)) if r],
             key=lambda r: (r.advised_usd_per_month, r.kind),
         )
@@ -254,9 +289,14 @@ def _right_size(u: ConsumerUsage, quote: PriceQuote, prices: PriceBook, policy: 
             # One piece of advice per consumer: the cheaper one, the other named beside it.
             return replace(best, notes=best.notes + tuple(
                 f"also fits: {o.summary.removeprefix('run ' + u.subject + ' on ')} at {usd(o.advised_usd_per_month)}"
-                f" a month, saving less" for o in other))
+                f" a month, saving less" for o in other) + ((f"not MIG {wanted.profile}: {why}",) if why else ()))
+        if why and needed >= u.whole_gpus:
+            return _no_mig(u, wanted, why, quote, current, evidence)
     if needed >= u.whole_gpus:
         return None
+    per_pod = needed if len(u.pods) <= 1 else math.ceil(needed / len(u.pods))
+    if not whole_gpus_fit(per_pod, u.gpu_model, u.landing):
+        return None  # no node its pods can land on offers that many of its GPUs
     advised = money(current * needed / u.whole_gpus)
     changed = [(n, c, k) for n, c, k in plan if k < c]
     if len(whole_containers) > 1:
@@ -270,13 +310,16 @@ def _right_size(u: ConsumerUsage, quote: PriceQuote, prices: PriceBook, policy: 
     else:
         change, resize = (f"run it on {needed} GPUs in all (now {u.whole_gpus} over {len(u.pods)} pods): fewer pods "
                           "or fewer GPUs each"), None
+    if u.kueue:
+        change = f"resubmit it with {needed} GPU{'s' if needed > 1 else ''} ({u.kueue}; {KUEUE_RULE}): {change}"
     return Recommendation(
         kind="fewer-gpus", key=f"fewer-gpus/{u.key}", team=u.team, namespace=u.namespace, subject=u.subject,
         summary=f"give {u.subject} {needed} GPU{'s' if needed > 1 else ''} instead of {u.whole_gpus}",
         change=change,
         current_usd_per_month=current, advised_usd_per_month=advised,
         saving_usd_per_month=money(current - advised), evidence=tuple(evidence), prices=(quote,),
-        notes=(f"{usd_rate(rate)}/GPU-hour x {monthly:,.1f} GPU-hours a month x {needed}/{u.whole_gpus}",),
+        notes=(f"{usd_rate(rate)}/GPU-hour x {monthly:,.1f} GPU-hours a month x {needed}/{u.whole_gpus}",
+               *((f"not MIG {wanted.profile}: {why}",) if wanted and why else ())),
         target=u.target, resize=resize,
     )
 

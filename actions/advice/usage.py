@@ -17,11 +17,12 @@ from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
 from actions.advice.model import INTERRUPTIBLE_ANNOTATION, ConsumerUsage, ReservedUse, TeamBaseline
+from actions.advice.targets import NodeOffer, can_land, node_offer
 from actions.detect.consumers import Consumer, running_consumers
 from actions.detect.idle import capacity_of, gpu_equivalents_of
 from actions.detect.owners import OwnerIndex
 from actions.hardware.gpus import GPU_RESOURCE, gpu_family
-from actions.model.kube import CapacityType, GpuPod, KubeObject
+from actions.model.kube import CapacityType, GpuPod, KubeObject, Node, ObjectRef
 from actions.model.snapshot import ClusterSnapshot
 from actions.policy.namespaces import PolicyBook
 from actions.policy.rules import Policy
@@ -32,6 +33,12 @@ ROLES = {"idle-notebook": "notebook", "idle-serving": "serving", "idle-workload"
 # Workload too (finding kind idle-workload), and an interruption of either is an outage.
 SERVING_KINDS = frozenset({"Deployment", "StatefulSet", "LeaderWorkerSet", "RayService", "InferenceService"})
 JOB_DEFAULT_BACKOFF_LIMIT = 6  # Kubernetes batch/v1 Job spec.backoffLimit default
+# Kueue (kubernetes-sigs/kueue pkg/controller/constants QueueLabel, pkg/constants
+# ManagedByKueueLabelKey): the queue an object or its pod template is submitted to, and the label
+# Kueue's Deployment/StatefulSet webhooks put on the pods they manage. Releases before the removal
+# of the deprecated queue annotation (#7271) read the same key as an annotation too.
+KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
+KUEUE_MANAGED = "kueue.x-k8s.io/managed"
 
 
 def consumer_pods(
@@ -93,6 +100,52 @@ def _restarts_cleanly(consumer: Consumer, pods: Sequence[GpuPod], snapshot: Clus
     return None
 
 
+def _owner_of(ref: ObjectRef | None, snapshot: ClusterSnapshot):
+    """The snapshot's object ``ref`` names (a StatefulSet, Deployment, Notebook or other owner)."""
+    if ref is None:
+        return None
+    pools = {"StatefulSet": snapshot.statefulsets, "Deployment": snapshot.deployments, "Notebook": snapshot.notebooks}
+    for o in pools.get(ref.kind, snapshot.objects):
+        if o.namespace == ref.namespace and o.name == ref.name and getattr(o, "kind", ref.kind) == ref.kind:
+            return o
+    return None
+
+
+def kueue_managed(consumer: Consumer, pods: Sequence[GpuPod], snapshot: ClusterSnapshot) -> str | None:
+    """Why Kueue manages ``consumer`` (its Workload, or its object's or pods' queue-name label or
+    annotation, or the pods' ``kueue.x-k8s.io/managed: "true"``), ``None`` when nothing says it does."""
+    if consumer.workload:
+        return f"Kueue Workload {consumer.workload}"
+    owner = _owner_of(consumer.job, snapshot)
+    holders = [(str(consumer.job), owner.labels, owner.annotations)] if owner is not None else []
+    holders += [(f"pod {p.namespace}/{p.name}", p.labels, p.annotations) for p in pods]
+    for where, labels, notes in holders:
+        queue = labels.get(KUEUE_QUEUE) or notes.get(KUEUE_QUEUE)
+        if queue:
+            return f'{where} is in Kueue queue {queue} ({KUEUE_QUEUE})'
+        if labels.get(KUEUE_MANAGED) == "true":
+            return f'{where} is managed by Kueue ({KUEUE_MANAGED}: "true")'
+    return None
+
+
+class Landing:
+    """What the GPU nodes of a snapshot offer, and which of them a set of pods can land on,
+    computed once per node and once per distinct set of scheduling constraints."""
+
+    def __init__(self, nodes: Iterable[Node]):
+        self.nodes = sorted((n for n in nodes if n.gpu_allocatable or n.gpu_devices), key=lambda n: n.name)
+        self.offers = {n.name: node_offer(n) for n in self.nodes}
+        self._seen: dict[tuple, tuple[NodeOffer, ...]] = {}
+
+    def of(self, pods: Sequence[GpuPod]) -> tuple[NodeOffer, ...]:
+        """The offers of the nodes every one of ``pods`` can land on, by node name. Pure."""
+        key = tuple(sorted({(frozenset(p.node_selector.items()), p.node_affinity, p.tolerations) for p in pods},
+                           key=repr))
+        if key not in self._seen:
+            self._seen[key] = tuple(self.offers[n.name] for n in self.nodes if all(can_land(p, n) for p in pods))
+        return self._seen[key]
+
+
 def consumer_usages(
     snapshot: ClusterSnapshot,
     groups: Mapping[str, tuple[Consumer, list[GpuPod]]],
@@ -109,9 +162,11 @@ def consumer_usages(
     (key -> GPUs busy at once, for consumers of several pods) and ``container_busy``
     ((namespace, pod, container) -> its GPUs busy at once, for a one-pod consumer's pod of
     several GPU containers). A consumer whose pods have no history still gets one, with ``None``
-    figures. Pure."""
+    figures; each carries what the nodes its pods can land on offer and whether Kueue manages
+    it. Pure."""
     book = policy if isinstance(policy, PolicyBook) else PolicyBook(policy, teams, snapshot.namespace_annotations)
     history = {(h.namespace, h.pod): h for h in pods}
+    where = Landing(snapshot.nodes.values())
     out = []
     for key, (consumer, members) in sorted(groups.items()):
         seen = [history[(p.namespace, p.name)] for p in members if (p.namespace, p.name) in history]
@@ -144,6 +199,7 @@ def consumer_usages(
             restarts_cleanly=_restarts_cleanly(consumer, members, snapshot),
             annotations=dict(consumer.annotations), workload=consumer.workload, target=consumer.job,
             containers=_containers(members, container_busy or {}) if not mig_node else (),
+            landing=where.of(members), kueue=kueue_managed(consumer, members, snapshot),
         ))
     return out
 

@@ -22,9 +22,10 @@ import functools
 import re
 from collections.abc import Mapping
 
+from actions.hardware.mig_names import MIG_RESOURCE_PREFIX, parse_mig
+
 GPU_RESOURCE = "nvidia.com/gpu"
 SHARED_GPU_RESOURCE = "nvidia.com/gpu.shared"  # the device plugin's renameByDefault name
-MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 AMD_GPU_RESOURCE = "amd.com/gpu"
 
 # Family key -> vendor.
@@ -79,9 +80,17 @@ MIG_SLICES: dict[str, int] = {
     "RTXPRO6000": 4,
 }
 
+# The memory (decimal GB) a family's GPU has when its name does not say: the variant sold most, or
+# the only one NVIDIA mig-parted's deployments/systemd/config-default.yaml knows (its whole-GPU
+# profile: GB200 7g.186gb, RTX PRO 6000 Blackwell 4g.96gb; H20, device 0x2329, is grouped there
+# with the 96 GB H100 and GH200: 1g.12gb, 2g.24gb, 3g.48gb). GH200 has none: it comes with 96 or
+# 144 GB, so a name without the figure is not guessed.
+DEFAULT_MEMORY_GB: dict[str, int] = {
+    "A30": 24, "A100": 40, "H100": 80, "H200": 141, "B200": 180, "GB200": 186, "H20": 96, "RTXPRO6000": 96,
+}
+
 # Words joined before matching, so "NVIDIA RTX 6000 Ada Generation" finds RTX6000ADA.
 _JOINED = (("RTX", "6000", "ADA"), ("RTX", "PRO", "6000"))
-_MIG_PROFILE = re.compile(r"(\d+)g\.(\d+)gb", re.IGNORECASE)
 
 
 # A fleet has a handful of model names and a sweep asks for each once a GPU.
@@ -112,22 +121,25 @@ def gpu_family(model_name: str) -> str | None:
 
 
 def mig_profile(name: str) -> str | None:
-    """The MIG profile in a resource name, GFD product or DCGM ``GPU_I_PROFILE``:
+    """The MIG profile, without attributes, in a resource name, GFD product, kube-state-metrics
+    label or DCGM ``GPU_I_PROFILE`` (:func:`actions.hardware.mig_names.parse_mig`):
     ``"nvidia.com/mig-1g.5gb"`` -> ``"1g.5gb"``, ``"NVIDIA-A100-SXM4-40GB-MIG-3g.20gb"`` ->
-    ``"3g.20gb"``; None when there is none."""
-    match = _MIG_PROFILE.search(name)
-    return f"{match.group(1)}g.{match.group(2)}gb" if match else None
+    ``"3g.20gb"``, ``"nvidia.com/mig-1g.24gb.gfx"`` -> ``"1g.24gb"``; None when there is none."""
+    parsed = parse_mig(name)
+    return parsed.base if parsed else None
 
 
 def mig_fraction(profile: str, family: str | None) -> float:
-    """The share of a whole GPU a MIG instance of ``profile`` (``"1g.5gb"``) is on a GPU of
-    ``family``: its compute slices over the GPU's (ratio 0-1). An unknown family counts as 7
-    slices, the common case. Raises ValueError for a name that is not a MIG profile."""
-    match = _MIG_PROFILE.search(profile)
-    if match is None:
+    """The share of a whole GPU a MIG instance of ``profile`` (any form
+    :func:`~actions.hardware.mig_names.parse_mig` reads: ``"1g.5gb"``,
+    ``"nvidia.com/mig-1g.24gb-me"``) is on a GPU of ``family``: its compute slices over the GPU's
+    (ratio 0-1). An unknown family counts as 7 slices, the common case. Raises ValueError for a
+    name that is not a MIG profile."""
+    parsed = parse_mig(profile)
+    if parsed is None:
         raise ValueError(f"{profile!r} is not a MIG profile such as 1g.5gb")
     slices = MIG_SLICES.get(family or "", 7)
-    return min(1.0, int(match.group(1)) / slices)
+    return min(1.0, parsed.slices / slices)
 
 
 def is_gpu_resource(name: str) -> bool:
@@ -161,20 +173,19 @@ def gpu_equivalents(
 # kube-state-metrics sanitizes a resource name into its ``resource`` label (every character
 # outside [a-zA-Z0-9_] becomes "_": ``nvidia.com/mig-1g.5gb`` -> ``nvidia_com_mig_1g_5gb``).
 KSM_GPU_RESOURCES = "nvidia_com_gpu|nvidia_com_gpu_shared|nvidia_com_mig_.+|amd_com_gpu"
-_KSM_MIG = re.compile(r"nvidia_com_mig_(\d+)g_(\d+)gb(_me)?$")
 _KSM_PLAIN = {"nvidia_com_gpu": GPU_RESOURCE, "nvidia_com_gpu_shared": SHARED_GPU_RESOURCE, "amd_com_gpu": AMD_GPU_RESOURCE}
 
 
 def resource_from_ksm(label: str) -> str | None:
-    """The resource name behind a kube-state-metrics ``resource`` label value:
-    ``"nvidia_com_mig_1g_10gb_me"`` -> ``"nvidia.com/mig-1g.10gb+me"``, ``"nvidia_com_gpu"`` ->
-    ``"nvidia.com/gpu"``; None for one that is not a GPU resource."""
+    """The resource name behind a kube-state-metrics ``resource`` label value, as the device
+    plugin advertises it: ``"nvidia_com_mig_1g_10gb_me"`` -> ``"nvidia.com/mig-1g.10gb.me"``,
+    ``"nvidia_com_mig_1g_24gb_me_all"`` -> ``"nvidia.com/mig-1g.24gb.me.all"``,
+    ``"nvidia_com_gpu"`` -> ``"nvidia.com/gpu"``; None for one that is not a GPU resource. A
+    ``_me`` that was ``-me`` comes back as ``.me``: the same slices, so the same share."""
     if label in _KSM_PLAIN:
         return _KSM_PLAIN[label]
-    match = _KSM_MIG.match(label)
-    if match is None:
-        return None
-    return f"{MIG_RESOURCE_PREFIX}{match.group(1)}g.{match.group(2)}gb" + ("+me" if match.group(3) else "")
+    parsed = parse_mig(label) if label.startswith("nvidia_com_mig_") else None
+    return parsed.resource if parsed else None
 
 
 def sharing_of(devices: Mapping[str, float], replicas: int = 1, product: str | None = None) -> str | None:

@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from actions.hardware.gpus import gpu_family
-from actions.hardware.mig import DEFAULT_MEMORY_GB, MIB_PER_GB
+from actions.hardware.gpus import DEFAULT_MEMORY_GB, gpu_family
+from actions.hardware.mig_names import MIB_PER_GB
 
 CHECKED = "2026-11-26"  # when the figures below were read from the datasheets
 H100_SHEET = "NVIDIA H100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h100)"

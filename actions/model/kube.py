@@ -110,6 +110,46 @@ class KubeObject:
 
 
 @dataclass(frozen=True)
+class Taint:
+    """One of a node's ``spec.taints``: ``effect`` ``NoSchedule``, ``PreferNoSchedule`` or
+    ``NoExecute`` (core/v1 TaintEffect)."""
+
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+
+@dataclass(frozen=True)
+class Toleration:
+    """One of a pod's ``spec.tolerations``: ``operator`` ``Equal`` (or empty) or ``Exists``; an
+    empty ``key`` with ``Exists`` tolerates every taint, an empty ``effect`` every effect."""
+
+    key: str = ""
+    operator: str = ""
+    value: str = ""
+    effect: str = ""
+
+
+@dataclass(frozen=True)
+class NodeSelectorRequirement:
+    """A ``matchExpressions`` or ``matchFields`` entry of a node selector term: ``operator``
+    ``In``, ``NotIn``, ``Exists``, ``DoesNotExist``, ``Gt`` or ``Lt`` over ``values``."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeSelectorTerm:
+    """One term of ``requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms``: its
+    requirements, all of which must hold (``match_fields`` name ``metadata.name``)."""
+
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
+
+
+@dataclass(frozen=True)
 class Node:
     """A node, reduced to what pricing and the GPU accounting need.
 
@@ -123,7 +163,9 @@ class Node:
     ``do_not_disrupt`` names those annotated ``karpenter.sh/do-not-disrupt`` and
     ``do_not_disrupt_until`` says until when each is protected (see :meth:`protected_by`);
     ``daemonset_pods`` names (``namespace/name``) the DaemonSet pods bound to it, dcgm-exporter's
-    among them.
+    among them; ``gpu_allocatable`` every GPU resource's ``status.allocatable`` (what the device
+    plugin offers pods: ``nvidia.com/mig-<profile>`` under the ``mixed`` MIG strategy);
+    ``taints`` its ``spec.taints``.
     """
 
     name: str
@@ -140,11 +182,19 @@ class Node:
     do_not_disrupt: tuple[str, ...] = ()
     daemonset_pods: tuple[str, ...] = ()
     do_not_disrupt_until: Mapping[str, datetime] = field(default_factory=dict)
+    gpu_allocatable: Mapping[str, int] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
 
     def protected_by(self, now: datetime) -> tuple[str, ...]:
         """The pods of :attr:`do_not_disrupt` whose protection still holds at ``now``: ``"true"``,
         or a duration after the pod's start that has not run out."""
         return tuple(p for p in self.do_not_disrupt if self.do_not_disrupt_until.get(p, FOREVER) > now)
+
+    @property
+    def mig_strategy(self) -> str:
+        """GPU Feature Discovery's ``nvidia.com/mig.strategy`` (``single`` or ``mixed``), or
+        ``none``: GFD sets no label under ``none`` (k8s-device-plugin internal/lm/strategy.go)."""
+        return self.labels.get("nvidia.com/mig.strategy") or "none"
 
     @property
     def gpu_family(self) -> str | None:
@@ -242,6 +292,11 @@ class GpuPod:
     devices: Mapping[str, int] = field(default_factory=dict)
     # Each container that requests GPUs: (name, ((resource, count), ...)); empty when not read.
     containers: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
+    # Where it may run: spec.nodeSelector, the terms of its required node affinity (None: none
+    # required) and spec.tolerations.
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    node_affinity: tuple[NodeSelectorTerm, ...] | None = None
+    tolerations: tuple[Toleration, ...] = ()
 
     @property
     def requested(self) -> Mapping[str, int]:

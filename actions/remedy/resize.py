@@ -131,7 +131,10 @@ def plan_resize_apply(action: ProposedAction, current: Mapping[str, Any], undo: 
     undo["container"] = c.get("name")
     selector = dict(resize.node_selector)
     held = _pod_spec(current).get("nodeSelector")
-    if now == after:
+    pinned = all((held or {}).get(k) == v for k, v in selector.items())
+    # A change that keeps the GPU request (one nvidia.com/gpu onto a MIG single-strategy node)
+    # is applied only once its nodeSelector is.
+    if now == after and (before != after or pinned):
         # Already applied: what was there is the advice's ``before`` in the sections that hold it.
         restored = _swap(c.get("resources") or {}, after, before)
         undo["before"] = {s: {k: (restored.get(s) or {}).get(k) for k in touched} for s in SECTIONS}

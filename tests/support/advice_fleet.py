@@ -157,6 +157,23 @@ def _node(name: str, instance_type: str = "p5.48xlarge", product: str = H100_PRO
         "status": {"capacity": {"nvidia.com/gpu": str(gpus)}, "allocatable": {"nvidia.com/gpu": str(gpus)}}}
 
 
+H100_MIG_PROFILES = ("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb")
+
+
+def _mig_node(name: str, product: str = H100_PRODUCT, profiles: tuple[str, ...] = H100_MIG_PROFILES) -> dict:
+    """A p5.48xlarge whose H100s are partitioned under the MIG ``mixed`` strategy, as GPU Feature
+    Discovery labels it and the device plugin advertises it (k8s-device-plugin v0.20.0
+    internal/lm/mig-strategy.go: ``nvidia.com/mig.strategy``, ``nvidia.com/mig-<profile>.product``
+    = ``<GPU>-MIG-<profile>``; internal/rm/rm.go: one ``nvidia.com/mig-<profile>`` resource per
+    profile). No pod of the fleet runs on it: it is where MIG advice can send one."""
+    gpus = {f"nvidia.com/mig-{p}": "1" for p in profiles}
+    labels = {"node.kubernetes.io/instance-type": "p5.48xlarge", "karpenter.sh/capacity-type": "on-demand",
+              "nvidia.com/gpu.product": product, "nvidia.com/mig.strategy": "mixed",
+              **{f"nvidia.com/mig-{p}.product": f"{product}-MIG-{p}" for p in profiles}}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+            "status": {"capacity": gpus, "allocatable": dict(gpus)}}
+
+
 def _pod(ns: str, name: str, node: str, gpus: int, owner: dict | None, labels=None, annotations=None) -> dict:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": _meta(ns, name, "Pod", owner=owner, labels=labels,
                                                                   annotations=annotations),
@@ -168,9 +185,10 @@ def _pod(ns: str, name: str, node: str, gpus: int, owner: dict | None, labels=No
 def cluster_items() -> list[dict]:
     """The objects of the cluster at ADVISE_AT, in the shapes their controllers write (Kueue
     v0.19.2 Workload with ``kueue.x-k8s.io/job-uid``; Kubeflow Notebook pods labelled
-    ``notebook-name``; a Deployment's pods owned by ``<deployment>-<pod-template-hash>``)."""
+    ``notebook-name``; a Deployment's pods owned by ``<deployment>-<pod-template-hash>``), and
+    an H100 node partitioned under the MIG ``mixed`` strategy (``mg-1``)."""
     interruptible = {"gpu-cost-bot/interruptible": "true"}
-    items = [_node(n) for n in ("nb-1", "sw-1", "pt-1", "st-1", "st-2", "rs-1")]
+    items = [_node(n) for n in ("nb-1", "sw-1", "pt-1", "st-1", "st-2", "rs-1")] + [_mig_node("mg-1")]
     items.append(_pod("platform", "embed-0", "rs-1", 4, None))
     items.append({"apiVersion": "kubeflow.org/v1", "kind": "Notebook",
                   "metadata": _meta("research", "explore", "Notebook", annotations=interruptible), "spec": {}})

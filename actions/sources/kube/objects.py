@@ -20,10 +20,14 @@ from actions.model.kube import (
     GpuPod,
     Node,
     NodePool,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
     Notebook,
     OwnerRef,
     ScalableOwner,
+    Taint,
     Tenant,
+    Toleration,
 )
 from actions.model.kueue import Workload
 from actions.sources.kube.structs import (
@@ -44,6 +48,7 @@ from actions.sources.kube.structs import (
     K8sWorkload,
     ObjectMeta,
     Pod,
+    PodSpec,
     Quantity,
     Scalable,
     decode,
@@ -195,6 +200,21 @@ def _created(meta: ObjectMeta, what: str) -> datetime:
     return meta.creation_timestamp
 
 
+def _terms(spec: PodSpec) -> tuple[NodeSelectorTerm, ...] | None:
+    """The required node affinity's terms; None when the pod requires none."""
+    required = spec.affinity.node_affinity.required_during_scheduling_ignored_during_execution if (
+        spec.affinity is not None and spec.affinity.node_affinity is not None) else None
+    if required is None:
+        return None
+    return tuple(
+        NodeSelectorTerm(
+            tuple(NodeSelectorRequirement(r.key, r.operator, tuple(r.values)) for r in t.match_expressions),
+            tuple(NodeSelectorRequirement(r.key, r.operator, tuple(r.values)) for r in t.match_fields),
+        )
+        for t in required.node_selector_terms
+    )
+
+
 def gpu_pod(pod: Pod) -> GpuPod | None:
     """The pod as a ``GpuPod``, or ``None`` when it requests no GPU or has finished.
     Raises ValueError when it lacks a creation time or has a non-integer GPU quantity."""
@@ -221,6 +241,9 @@ def gpu_pod(pod: Pod) -> GpuPod | None:
         owners=owner_refs(meta),
         devices=devices,
         containers=tuple((name, held) for name, held in each if held),
+        node_selector=dict(pod.spec.node_selector),
+        node_affinity=_terms(pod.spec),
+        tolerations=tuple(Toleration(t.key, t.operator, t.value, t.effect) for t in pod.spec.tolerations),
     )
 
 
@@ -322,6 +345,8 @@ def node(obj: K8sNode) -> Node:
     labels = obj.metadata.labels
     where = f"Node {obj.metadata.name} status.capacity"
     devices = {r: _count(q, r, where) for r, q in obj.status.capacity.items() if is_gpu_resource(r)}
+    allocatable = {r: _count(q, r, f"Node {obj.metadata.name} status.allocatable")
+                   for r, q in obj.status.allocatable.items() if is_gpu_resource(r)}
     claim = next((o.name for o in obj.metadata.owner_references if o.kind == "NodeClaim"), None)
     return Node(
         name=obj.metadata.name,
@@ -334,6 +359,8 @@ def node(obj: K8sNode) -> Node:
         gpu_devices={r: n for r, n in devices.items() if n > 0},
         annotations=dict(obj.metadata.annotations),
         nodeclaim=claim,
+        gpu_allocatable={r: n for r, n in allocatable.items() if n > 0},
+        taints=tuple(Taint(t.key, t.value, t.effect) for t in obj.spec.taints),
     )
 
 

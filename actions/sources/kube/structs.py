@@ -65,9 +65,42 @@ class Container(msgspec.Struct):
     resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
 
 
+class NodeSelectorRequirement(msgspec.Struct):
+    key: str = ""
+    operator: str = ""
+    values: list[str] = []
+
+
+class NodeSelectorTerm(msgspec.Struct, rename="camel"):
+    match_expressions: list[NodeSelectorRequirement] = []
+    match_fields: list[NodeSelectorRequirement] = []
+
+
+class NodeSelector(msgspec.Struct, rename="camel"):
+    node_selector_terms: list[NodeSelectorTerm] = []
+
+
+class NodeAffinity(msgspec.Struct, rename="camel"):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+
+
+class Affinity(msgspec.Struct, rename="camel"):
+    node_affinity: NodeAffinity | None = None
+
+
+class Toleration(msgspec.Struct):
+    key: str = ""
+    operator: str = ""
+    value: str = ""
+    effect: str = ""
+
+
 class PodSpec(msgspec.Struct, rename="camel"):
     containers: list[Container] = []
     node_name: str | None = None
+    node_selector: dict[str, str] = {}
+    affinity: Affinity | None = None
+    tolerations: list[Toleration] = []
 
 
 class PodStatus(msgspec.Struct, rename="camel"):
@@ -86,8 +119,19 @@ class NodeStatus(msgspec.Struct):
     allocatable: dict[str, Quantity] = {}
 
 
+class Taint(msgspec.Struct):
+    key: str = ""
+    value: str = ""
+    effect: str = ""
+
+
+class NodeSpec(msgspec.Struct):
+    taints: list[Taint] = []
+
+
 class K8sNode(msgspec.Struct):
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: NodeSpec = msgspec.field(default_factory=NodeSpec)
     status: NodeStatus = msgspec.field(default_factory=NodeStatus)
 
 

@@ -18,7 +18,7 @@ KIND_LABELS = {"fewer-gpus": "Fewer GPUs", "mig": "MIG profile", "smaller-gpu": 
 def saving_text(r: Recommendation) -> str:
     """``"saves $4,304.91/month"``, or why there is no figure."""
     if r.saving_usd_per_month is None:
-        return "saving unknown: no committed rate"
+        return "no saving until a node offers it" if r.kind == "mig" else "saving unknown: no committed rate"
     return f"saves {usd(r.saving_usd_per_month)}/month"
 
 

@@ -133,6 +133,7 @@ def test_when_two_containers_would_change_the_advice_names_both_and_is_advice_on
     from actions.advice.model import ConsumerUsage
     from actions.advice.recommend import advise_consumer
     from actions.model.kube import CapacityType, ObjectRef
+    from tests.support.gpu_nodes import h100_cluster
 
     u = ConsumerUsage(
         key="idle-serving/vision/Deployment/detect", team="vision", namespace="vision", consumer_kind="Deployment",
@@ -140,7 +141,7 @@ def test_when_two_containers_would_change_the_advice_names_both_and_is_advice_on
         instance_type="p5.48xlarge", capacity=CapacityType.ON_DEMAND, window_seconds=7 * 86400,
         gpu_hours=6 * 168.0, peak_fb_mib=60000, peak_engine_pct=95, busy_gpus=2,
         target=ObjectRef("apps/v1", "Deployment", "vision", "detect"),
-        containers=(("trainer", 4, 1.0), ("indexer", 2, 0.4)),
+        containers=(("trainer", 4, 1.0), ("indexer", 2, 0.4)), landing=h100_cluster(),
     )
     [r] = advise_consumer(u, PriceBook(PriceCatalog.bundled()), AdvicePolicy())
     assert r.change == ("set `nvidia.com/gpu: 1` in container `trainer` (now 4); "

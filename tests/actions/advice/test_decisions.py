@@ -14,6 +14,7 @@ from actions.policy.advice import AdvicePolicy
 from actions.pricing.book import PriceBook
 from actions.pricing.catalog import PriceCatalog
 from actions.pricing.overrides import PriceOverrides
+from tests.support.gpu_nodes import h100_cluster
 
 H100 = "NVIDIA H100 80GB HBM3"
 # The seed's worked example: $32/h on-demand, $12/h spot, for one GPU.
@@ -30,6 +31,7 @@ def job(**changes) -> ConsumerUsage:
         pods=("train-0",), whole_gpus=1, gpus=1.0, gpu_model=H100, instance_type="seed.gpu",
         capacity=CapacityType.ON_DEMAND, window_seconds=7 * 86400, gpu_hours=168.0, peak_fb_mib=70000,
         peak_engine_pct=99, busy_gpus=1, restarts_cleanly="Kueue Workload w: requeued when evicted",
+        landing=h100_cluster(),
     )
     base.update(changes)
     return ConsumerUsage(**base)

@@ -35,12 +35,14 @@ from tests.support.advice_fleet import (
     WEEK_START,
     Gpu,
     _meta,
+    _mig_node,
     _node,
     _owner,
     _pod,
     openmetrics,
     with_interlude,
 )
+from tests.support.gpu_nodes import h100_cluster
 from tests.support.prometheus_server import running_prometheus
 
 BUNDLED = PriceBook(PriceCatalog.bundled())
@@ -64,7 +66,7 @@ def fleet() -> list[Gpu]:
 
 
 def cluster() -> bytes:
-    items = [_node("l40s-1", "g6e.xlarge", "NVIDIA-L40S", 1), _node("h100-1")]
+    items = [_node("l40s-1", "g6e.xlarge", "NVIDIA-L40S", 1), _node("h100-1"), _mig_node("h100-mig-1")]
     for name, node in (("label", "l40s-1"), ("tune", "h100-1")):
         items.append({"apiVersion": "kubeflow.org/v1", "kind": "Notebook",
                       "metadata": _meta("vision", name, "Notebook"), "spec": {}})
@@ -140,6 +142,7 @@ def notebook(**changes) -> ConsumerUsage:
         peak_fb_mib=6144, peak_engine_pct=9.0, busy_gpus=1,
     )
     base.update(changes)
+    base.setdefault("landing", h100_cluster(base["gpu_model"]))  # its GPU's nodes, whole and MIG mixed
     return ConsumerUsage(**base)
 
 

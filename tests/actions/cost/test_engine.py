@@ -203,3 +203,42 @@ def test_idle_steps_on_an_unknown_hostname_are_spread_over_the_pods_nodes():
     assert usage.nodes["node-a"].capacity_type is CapacityType.SPOT
     assert usage.nodes_missing_capacity_type() == ["node-b"]
     assert usage.namespace_labels == {"ns": {"label_team": "t"}}
+
+
+def test_a_pod_requesting_an_rtx_pro_6000_profile_is_priced_in_the_report():
+    """RTX PRO 6000 Blackwell profiles carry attributes (NVIDIA mig-parted bd7160f4
+    deployments/systemd/config-default.yaml: 1g.24gb+gfx, 1g.24gb+me.all, 1g.24gb-me, 2g.48gb+gfx);
+    the device plugin advertises them as nvidia.com/mig-1g.24gb.gfx, ...me.all, ...-me
+    (k8s-device-plugin 1b826acc internal/rm/rm.go) and kube-state-metrics writes them in the
+    ``resource`` label as nvidia_com_mig_1g_24gb_gfx, ..._me_all, ..._me (c92fe0c5
+    internal/store/utils.go SanitizeLabelName). Each is a share of a 4-slice GPU in the
+    chargeback, not dropped."""
+    from actions.sources.prometheus.usage import parse_usage
+
+    def row(value, **metric):
+        return {"metric": metric, "value": [0, str(value)]}
+
+    node = dict(node="rtx-1")
+    results = {
+        # 12 steps of 5 minutes = 1 h of each request.
+        "allocated": [
+            row(12, namespace="render", pod="gfx-0", resource="nvidia_com_mig_1g_24gb_gfx", **node),
+            row(12, namespace="render", pod="media-0", resource="nvidia_com_mig_1g_24gb_me_all", **node),
+            row(12, namespace="render", pod="nome-0", resource="nvidia_com_mig_1g_24gb_me", **node),
+            row(24, namespace="render", pod="big-0", resource="nvidia_com_mig_2g_48gb_gfx", **node),
+        ],
+        "nodes": [row(1, node="rtx-1", label_karpenter_sh_capacity_type="on-demand",
+                      label_node_kubernetes_io_instance_type="rtx.test",
+                      label_nvidia_com_gpu_product="NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition")],
+    }
+    usage = parse_usage(START, END, 300, results)
+    # 1 h x 1/4 of a GPU each, and 2 h x 2/4.
+    assert {p.pod: (p.gpu_hours, p.sharing) for p in usage.pods} == {
+        "gfx-0": (0.25, "MIG 1g.24gb"), "media-0": (0.25, "MIG 1g.24gb"), "nome-0": (0.25, "MIG 1g.24gb"),
+        "big-0": (1.0, "MIG 2g.48gb")}
+    book = PriceBook(PriceCatalog.bundled(), PriceOverrides.model_validate({"instance_types": {
+        "rtx.test": {"on_demand_usd_per_hour": 8.00, "gpus": 1, "note": "test rate"}}}))
+    report = compute_cost_report(usage, book, TeamDirectory([]), team_label=None)
+    render = report.teams["render"]
+    # 1.75 GPU-hours x $8.00 = $14.00.
+    assert render.gpu_hours == pytest.approx(1.75) and render.cost_usd == pytest.approx(14.00)

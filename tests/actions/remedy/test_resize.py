@@ -33,6 +33,7 @@ from bot.jobs.advice import AdviceJob
 from tests.support.demo_world import APPROVER, CHANNEL, OTHER, buttons, make_runtime
 from tests.support.fakes.kube_api import FakeKubeApi
 from tests.support.fakes.slack_api import FakeSlack
+from tests.support.gpu_nodes import h100_cluster
 from tests.support.paths import DEMO_CLUSTER
 
 DUMP = json.loads((DEMO_CLUSTER).read_bytes())
@@ -203,7 +204,7 @@ def usage(**changes) -> ConsumerUsage:
         consumer_kind="Notebook", name="llm-explore", role="notebook", pods=("llm-explore-0",), whole_gpus=1,
         gpus=1.0, gpu_model=H100, instance_type="p5.48xlarge", capacity=CapacityType.ON_DEMAND,
         window_seconds=7 * 86400, gpu_hours=168.0, peak_fb_mib=6000, peak_engine_pct=9, busy_gpus=1,
-        target=NOTEBOOK,
+        target=NOTEBOOK, landing=h100_cluster(),
     )
     base.update(changes)
     return ConsumerUsage(**base)
@@ -476,3 +477,25 @@ def test_exempt_keeps_every_piece_of_advice_on_the_consumer_quiet_until_it_ends(
     # Exemption over: the consumer's advice is posted again, and its right-sizing asked again.
     assert _job(rt, [mig, spot, other]).run(rt.clock()) == {
         "posted": 2, "repeated": 1, "no-channel": 0, "requests": 1, "silenced": 0}
+
+
+def test_mig_under_the_single_strategy_keeps_one_gpu_and_pins_the_product_then_restores(fake, writer):
+    from tests.support.gpu_nodes import offers, single_node
+
+    # One nvidia.com/gpu is one 1g.10gb instance on a node GFD labels
+    # nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3-MIG-1g.10gb (k8s-device-plugin v0.20.0
+    # internal/lm/mig-strategy.go newMigStrategySingleLabeler): the request stays 1 GPU, and only
+    # the nodeSelector moves the notebook there.
+    single = usage(landing=offers(single_node("h100-mig-single", H100, "1g.10gb", 56)))
+    [r] = [r for r in advise_consumer(single, BUNDLED, AdvicePolicy()) if r.kind == "mig"]
+    product = ("nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb")
+    assert r.action.resize == GpuResize(before=(("nvidia.com/gpu", 1),), after=(("nvidia.com/gpu", 1),),
+                                        node_selector=(product,))
+    before = copy.deepcopy(fake.get("Notebook", "ml-research", "llm-explore"))
+    undo = writer.apply(r.action, NOW)
+    spec = fake.get("Notebook", "ml-research", "llm-explore")["spec"]["template"]["spec"]
+    assert spec["nodeSelector"] == dict([product])
+    assert spec["containers"][0]["resources"] == before["spec"]["template"]["spec"]["containers"][0]["resources"]
+    assert writer.apply(r.action, NOW) == undo  # applied: the selector is there
+    writer.restore(r.action, undo, NOW)
+    assert fake.get("Notebook", "ml-research", "llm-explore")["spec"] == before["spec"]
