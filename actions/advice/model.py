@@ -135,8 +135,8 @@ class Recommendation:
     ``(name, value as shown)`` pairs; ``prices`` the quotes used, each with its source and
     as-of date. ``target`` is the object a right-sizing patch would change; ``resize`` the
     change an Apply button makes to its pod template (``None``: advice only, the ``change`` is
-    for a person to make); ``cluster`` the cluster of ``clusters:`` it is about (``""``: the only
-    or the first one, as requests store it).
+    for a person to make); ``cluster`` the cluster of ``clusters:`` it is about (``""``: made
+    by a bot of one cluster, whose requests store its ``cluster_name``; never "the first").
     """
 
     kind: str

@@ -53,9 +53,10 @@ def silenced(recs: Sequence[Recommendation], held: Iterable[HeldRequest], now: d
     return {r.key for r in recs if r.key in snoozed or consumer_key_of(r.key) in exempt}
 
 
-def advice_finding(rec: Recommendation, now: datetime, window_seconds: float, cluster: str = "") -> Finding:
+def advice_finding(rec: Recommendation, now: datetime, window_seconds: float, cluster: str) -> Finding:
     """The finding a right-sizing request of ``rec`` carries, made at ``now`` over the advice
-    window (``window_seconds``, seconds). ``usd_per_hour`` is the saving per hour (USD, the
+    window (``window_seconds``, seconds), in ``cluster`` (``rec.cluster``: its name, ``""`` for
+    a bot of one cluster). ``usd_per_hour`` is the saving per hour (USD, the
     monthly saving / 730 h); ``gpus`` the whole GPUs the pod template requests now. Raises
     ValueError when ``rec`` has no action (advice only) or no price."""
     action = rec.action

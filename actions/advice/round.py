@@ -132,17 +132,15 @@ def fleet_advice(results: Sequence[tuple[str, AdviceResult]], at: datetime) -> A
     """The advice of several clusters as one: ``results`` are ``(cluster name, its advice)``.
     Each recommendation's ``subject`` names its cluster and its ``key`` carries it (so two
     clusters' ``ml/trainer`` are two consumers, and :func:`~actions.advice.recommend.could_save` counts
-    overlaps within a cluster only) and its ``cluster`` is set (``""`` for the first of
-    ``results``, so an Apply acts where the advice was made); sorted as :func:`~actions.advice.recommend.advise` sorts, highest USD
-    per month saved first. Pure."""
+    overlaps within a cluster only) and its ``cluster`` is that cluster's name (the first one's
+    too, so an Apply acts where the advice was made, whatever the config's order is then); sorted
+    as :func:`~actions.advice.recommend.advise` sorts, highest USD per month saved first. Pure."""
     recs: list[Recommendation] = []
-    for i, (cluster, result) in enumerate(results):
+    for cluster, result in results:
         for r in result.recommendations:
             kind, _, rest = r.key.partition("/")
-            # An Apply acts on the recommendation's own cluster ("" is the first, as requests store it).
-            recs.append(replace(
-                r, key=f"{kind}/{cluster}::{rest}", subject=f"{r.subject} in {cluster}", cluster="" if i == 0 else cluster,
-            ))
+            # An Apply acts on the recommendation's own cluster, named as its request stores it.
+            recs.append(replace(r, key=f"{kind}/{cluster}::{rest}", subject=f"{r.subject} in {cluster}", cluster=cluster))
     recs.sort(key=lambda r: (r.saving_usd_per_month is None, -(r.saving_usd_per_month or 0), r.key))
     return AdviceResult(
         at, tuple(recs),

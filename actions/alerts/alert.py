@@ -61,7 +61,7 @@ def snooze_family(kind: str) -> str:
 def in_cluster(alerts: Sequence[Alert], cluster: str, first: bool) -> list[Alert]:
     """``alerts`` decided in ``cluster`` (one of several): each names it (title, a ``Cluster``
     field, :attr:`Alert.cluster`) and its period key is :func:`~actions.detect.clusters.cluster_key`'s,
-    unchanged for the ``first`` cluster, else ``"<cluster>:<key>"``."""
+    unchanged when ``first`` (the home cluster, claimed as a bot of one claims), else ``"<cluster>:<key>"``."""
     return [
         dataclasses.replace(
             a, cluster=cluster, period_key=cluster_key(a.period_key, cluster, first),

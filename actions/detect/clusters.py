@@ -1,9 +1,10 @@
 """Several clusters' sweeps as one: each cluster's findings keyed apart and the sweeps of the
 clusters that answered joined, naming those that did not.
 
-The first cluster's findings keep the keys a bot of one cluster gives them, so a store written
-before ``clusters:`` was configured stays valid; every other cluster's keys start with its name
-(``gpu-west:idle-notebook/ml/llm-explore``). Pure.
+One cluster's findings keep the keys a bot of one cluster gives them (the store's home cluster,
+recorded once: the first of ``clusters:`` when it was recorded, so reordering the list changes no
+key); every other cluster's keys start with its name (``gpu-west:idle-notebook/ml/llm-explore``).
+Keys are therefore unique across clusters. Pure.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from actions.model.findings import Finding
 
 
 def cluster_key(key: str, cluster: str, first: bool) -> str:
-    """The key of a finding ``key`` made in ``cluster``: unchanged for the ``first`` cluster,
-    else ``"<cluster>:<key>"``."""
+    """The key of a finding ``key`` made in ``cluster``: unchanged when ``first`` (the home
+    cluster, whose keys keep the form of a bot of one), else ``"<cluster>:<key>"``."""
     return key if first else f"{cluster}:{key}"
 
 

@@ -124,7 +124,8 @@ class Finding:
     bin-packing would free). ``job`` is the object a person recognises (``RayJob ml/tune-7b``)
     and ``workload`` the name of the Kueue Workload that admitted it (``None`` outside Kueue).
     ``handling`` is the policy the finding was made under. ``cluster`` names the cluster it was
-    found in when the bot watches several (``clusters:``); empty for a bot of one cluster.
+    found in when the bot watches several (``clusters:``); empty for a bot of one cluster, whose
+    requests store its ``cluster_name`` (an empty name never stands for "the first cluster").
     """
 
     kind: str  # "idle-notebook" | "idle-workload" | "idle-serving" | "unrequested-gpus"

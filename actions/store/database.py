@@ -1,5 +1,6 @@
 """The bot's database as one object: :class:`Store`, every table group's methods on one engine
-(requests and their state machine, message outbox, audit, price cache, budgets, alerts, job runs),
+(requests and their state machine, message outbox, audit, price cache, budgets, alerts, job runs,
+facts),
 and the schema's migrations (alembic, ``migrations/``), run at start under a lock.
 
 Works on SQLite (a file, or in memory for demos) and PostgreSQL. All datetimes are timezone-aware
@@ -18,6 +19,7 @@ from sqlalchemy.pool import StaticPool
 from actions.store.alerts import AlertLog
 from actions.store.audit import AuditTrail
 from actions.store.budgets import Budgets
+from actions.store.facts import StoreFacts
 from actions.store.job_runs import JobRuns
 from actions.store.outbox import MessageOutbox
 from actions.store.price_cache import PriceCacheTable
@@ -36,8 +38,9 @@ _MIGRATE_LOCK = threading.Lock()
 # --- the store -------------------------------------------------------------------------------------
 
 
-class Store(RequestStateMachine, MessageOutbox, AuditTrail, PriceCacheTable, Budgets, AlertLog, JobRuns):
-    """Action requests, audit events, cached prices, budgets and alert records in a SQL database.
+class Store(RequestStateMachine, MessageOutbox, AuditTrail, PriceCacheTable, Budgets, AlertLog, JobRuns, StoreFacts):
+    """Action requests, audit events, cached prices, budgets, alert records and the store's own
+    facts (:mod:`actions.store.facts`) in a SQL database.
 
     ``url`` is a SQLAlchemy URL: ``sqlite:///relative.db``, ``sqlite:////abs/path.db``,
     ``sqlite://`` (in memory, one connection: demos and single-threaded use only) or

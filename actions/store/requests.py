@@ -39,8 +39,11 @@ class ActionRequest(StoreModel, table=True):
     message sync retries at ``sync_due_at`` after ``sync_failures`` failures, holds
     ``sync_lease_until`` while it writes, and ``post_started_at`` marks a first post that was
     attempted (its answer may have been lost, so the channel is searched before posting again).
-    ``cluster`` is the cluster the finding was made in and the action goes to (empty: the only
-    cluster, or the first of several).
+    ``cluster`` names the cluster the finding was made in and the action goes to (a bot of one
+    cluster names its ``cluster_name``); the action goes nowhere else, whatever the config's order.
+    An empty one was stored by an older version: the bot names it at start
+    (:meth:`~actions.store.state_machine.RequestStateMachine.name_unnamed_requests`), and until
+    then acting on it is refused.
     """
 
     __tablename__ = "action_request"
@@ -197,13 +200,15 @@ def new_request(
     now: datetime,
     ttl_seconds: float,
     act_at: datetime | None = None,
-    cluster: str = "",
+    cluster: str,
 ) -> NewRequest:
     """The request :meth:`~actions.store.database.Store.create_request` stores for these arguments (state ``proposed``,
     ``version`` 1, no id yet), checked as it checks them. Raises ValueError as it does."""
     now = as_utc(now)
     if not key:
         raise ValueError("key is empty")
+    if not cluster:
+        raise ValueError(f"{key}: name the cluster the request was made in (a bot of one cluster names its cluster_name)")
     verb_value = verb.value if isinstance(verb, ActionVerb) else str(verb)
     if verb_value and verb_value not in {v.value for v in ActionVerb}:
         raise ValueError(

@@ -40,20 +40,20 @@ class RequestStateMachine(StoreBase):
         """Record a new proposal in state ``proposed`` and audit it as ``proposed`` by ``actor``:
         ``fields`` are :func:`new_request`'s keyword arguments (``key``, ``team``, ``kind``,
         ``namespace``, ``name``, ``verb``, ``target``, ``finding_json``, ``usd_per_hour``,
-        ``gpus``, ``dry_run``, ``now``, ``ttl_seconds``, and optionally ``act_at`` and
-        ``cluster``), checked as it checks them.
+        ``gpus``, ``dry_run``, ``now``, ``ttl_seconds``, ``cluster``, and optionally
+        ``act_at``), checked as it checks them.
 
         ``verb`` is an ``ActionVerb`` (or its value), or ``""`` for a report-only finding;
         ``target`` the object to act on as an ``ObjectRef`` or ``(api_version, kind, name)``, and
         None only when ``verb`` is empty. ``usd_per_hour`` is USD per hour; ``ttl_seconds`` (> 0)
         sets ``expires_at = now + ttl_seconds``; ``act_at`` (aware UTC) is when the policy acts
-        unless someone decides first (mode ``auto``); ``cluster`` the cluster the action goes to
-        (empty: the only or first one). Returns the stored request (``version`` 1).
+        unless someone decides first (mode ``auto``); ``cluster`` names the cluster the finding
+        was made in and the action goes to. Returns the stored request (``version`` 1).
 
         Raises DuplicateOpenRequest when ``key`` already has a request in an open state (checked by
         the database, so it holds across replicas); ValueError for an unknown verb, a missing
-        target, ``ttl_seconds <= 0``, negative ``gpus``/``usd_per_hour`` or non-JSON
-        ``finding_json``; TypeError for a missing or unknown field.
+        target, ``ttl_seconds <= 0``, negative ``gpus``/``usd_per_hour``, non-JSON
+        ``finding_json`` or an empty ``cluster``; TypeError for a missing or unknown field.
         """
         return self.add_request(new_request(**fields), actor=actor, detail=detail)
 
@@ -124,6 +124,34 @@ class RequestStateMachine(StoreBase):
             for state, count in session.exec(query).all():
                 counts[state] = int(count)
         return counts
+
+    def name_unnamed_requests(self, cluster: str, now: datetime, why: str) -> list[int]:
+        """Give every request stored without a cluster's name (``cluster`` empty: made by a
+        version that stored none) the name ``cluster``, each audited ``cluster-named`` by the
+        system with ``why`` at ``now``, in one transaction. Neither the state nor the ``version``
+        changes (the request is the same, its message too). Returns the ids named by this call,
+        ascending; of replicas doing it at once each request is named, and audited, by one.
+        Raises ValueError for an empty ``cluster``."""
+        now = as_utc(now)
+        if not cluster:
+            raise ValueError("name the cluster the unnamed requests were made in")
+        table = ActionRequest.__table__
+        with self.engine.connect() as connection:
+            # Almost always none: a read, so a sweep that finds none takes no write lock.
+            if connection.execute(sa.select(table.c.id).where(table.c.cluster == "").limit(1)).first() is None:
+                return []
+        with self._session() as session, session.begin():
+            connection = session.connection()
+            named = sorted(connection.execute(
+                sa.update(table).where(table.c.cluster == "").values(cluster=cluster).returning(table.c.id)
+            ).scalars())
+            if named:
+                detail = detail_json({"cluster": cluster, "why": why})
+                connection.execute(sa.insert(AuditEvent.__table__), [
+                    {"request_id": i, "at": now, "actor": SYSTEM_ACTOR, "event": "cluster-named", "detail_json": detail}
+                    for i in named
+                ])
+        return named
 
     def transition(
         self,

@@ -34,7 +34,7 @@ from actions.store.states import RequestState
 from bot.chat.blocks import plain, short_time
 from bot.chat.blocks.proposals import APPROVE, DENY, EXEMPT, RESTORE, SNOOZE
 from bot.chat.proposals import SYSTEM, Proposals, finding_of
-from bot.runtime.runtime import Runtime
+from bot.runtime.runtime import Runtime, UnknownCluster
 
 log = logging.getLogger(__name__)
 
@@ -191,9 +191,20 @@ class Approvals:
         auto): re-check the evidence, then apply the action (or record a dry run), leaving the
         request ``done``, ``superseded`` (busy again), ``failed`` or ``uncertain`` (no answer).
         ``started`` is ``time.monotonic()`` at the press (default: now), from which the re-check's
-        budget counts."""
+        budget counts. The action goes to the cluster the request names, and nowhere else: one
+        that is not configured (renamed or removed from ``clusters:``, or no name at all) fails the
+        request before anything is read or sent."""
         started = time.monotonic() if started is None else started
         request_id, finding = req.id, finding_of(req)
+        try:
+            writer = self.rt.writer_for(req.cluster)
+        except UnknownCluster as e:
+            self._count_failure(req.verb, "apply", e)
+            self._settle(
+                request_id, "approved", "failed", now, event="apply-failed", detail={"error": str(e), "cluster": req.cluster},
+                note=f"Not acted on, nothing was changed: the request's cluster is not configured ({e}).",
+            )
+            return Outcome(False, f"Request #{request_id}: nothing was changed: its cluster is not configured ({plain(e)}).")
         try:
             # Every kind passes the gate again on a fresh read of its cluster: the idle kinds in
             # detection itself; right-sizing here, and the executor then plans the patch only
@@ -246,7 +257,6 @@ class Approvals:
                 note=f"Dry run: would {action.summary}. The cluster was not changed.",
             )
             return Outcome(True, f"Request #{request_id} approved (dry run: nothing was changed).")
-        writer = self.rt.writer_for(req.cluster)
         try:
             # The exact request, sent first as a server-side dry run: webhooks and validation
             # answer, nothing changes (ClusterWriter.dry_run).
@@ -337,8 +347,9 @@ class Approvals:
         )
 
     def restore(self, request_id: int, user: str) -> Outcome:
-        """Undo a done action exactly (annotation removed, replicas restored, Workload active).
-        Refused, with nothing changed, once the process is shutting down."""
+        """Undo a done action exactly (annotation removed, replicas restored, Workload active) in
+        the cluster the request names. Refused, with nothing changed and the request left done,
+        once the process is shutting down or while that cluster is not configured."""
         if not self.rt.inflight.start(request_id):
             return Outcome(False, SHUTTING_DOWN.format(verb="Restore"))
         try:
@@ -351,6 +362,16 @@ class Approvals:
                     f"Request #{request_id} deleted {finding_of(done).action.target}: there is nothing to restore; "
                     "Karpenter provisions again for pods that need GPUs.",
                 )
+            if done is not None and done.state == RequestState.DONE and not done.dry_run:
+                try:
+                    self.rt.writer_for(done.cluster)
+                except UnknownCluster as e:
+                    # Left done: Restore works again once its cluster is configured again.
+                    now = self.rt.clock()
+                    self.rt.store.audit(done.id, actor=user, event="restore-rejected", now=now,
+                                        detail={"reason": "cluster not configured", "cluster": done.cluster})
+                    return Outcome(False, f"Request #{request_id}: nothing was restored: its cluster is not configured "
+                                          f"({plain(e)}). Press Restore again once it is.")
             deadline = self.rt.clock() + timedelta(seconds=self.rt.timeouts.acting(recheck=False))
             req, refusal, now = self._decide(
                 request_id, user, "restore", from_state="done", to_state="restoring",

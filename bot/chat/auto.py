@@ -40,7 +40,7 @@ class AutoActions:
         ``unreachable`` clusters wait: their evidence cannot be re-checked now."""
         counts = {"acted": 0, "left": 0}
         for req in self.rt.store.due_to_act(now):
-            if unreachable and self.rt.cluster_of(req.cluster) in unreachable:
+            if req.cluster in unreachable:
                 continue
             finding = finding_of(req)
             handling = finding.handling

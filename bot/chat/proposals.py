@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime, timedelta
 
 from actions.advice.model import Recommendation
@@ -38,7 +38,8 @@ from actions.store.requests import ActionRequest, new_request
 from actions.store.states import RequestState
 from bot.chat.blocks import duration, short_time
 from bot.chat.messages import MessageSync
-from bot.runtime.runtime import Runtime
+from bot.runtime.identity import name_unnamed_requests
+from bot.runtime.runtime import Runtime, UnknownCluster
 
 log = logging.getLogger(__name__)
 
@@ -153,8 +154,13 @@ class Proposals:
     def reconcile(self, findings: list[Finding], now: datetime, unreachable: Collection[str] = ()) -> dict[str, int]:
         """Bring the store and the channels in line with one sweep's findings.
 
-        Actions whose outcome is unknown are settled first (:meth:`settle`). New findings
-        become proposals; open ones are refreshed (one message per consumer, updated in place);
+        Requests an older version stored without a cluster's name are named after the store's
+        home cluster first, when the Runtime has one (:func:`~bot.runtime.identity.name_unnamed_requests`);
+        then actions whose outcome is unknown are settled (:meth:`settle`). New findings become
+        proposals, each naming its cluster; open ones are refreshed (one message per consumer,
+        updated in place; a request of another cluster holding a finding's key, as after a
+        cluster was renamed, is never refreshed with it: a proposal is superseded and the finding
+        proposed anew, any other is left to its own cluster);
         proposals whose consumer is no longer idle are closed as superseded; overdue proposals
         expire; snoozes, exemptions and denials that ran out are re-proposed when the consumer is
         still idle. Requests of the ``unreachable`` clusters (names) are left as they are: their
@@ -164,12 +170,17 @@ class Proposals:
         store = self.rt.store
 
         def unseen(cluster: str) -> bool:
-            return bool(unreachable) and self.rt.cluster_of(cluster) in unreachable
+            return cluster in unreachable
 
+        if self.rt.home_cluster:
+            # Also those an older replica made during a rolling upgrade, after this one started.
+            name_unnamed_requests(store, self.rt.home_cluster, now)
         # A replica that died mid-action left its request behind; settle it before proposing.
         self.settle(now)
         counts = {"proposed": 0, "updated": 0, "superseded": 0, "expired": 0, "reproposed": 0}
-        by_key = {f.key: f for f in findings}
+        # Each finding's request names its cluster; one that cannot be named is a bug, logged and skipped.
+        clusters = self._clusters_of(findings)
+        by_key = {f.key: f for f in findings if f.key in clusters}
 
         for req in store.due_for_expiry(now):
             if unseen(req.cluster):
@@ -191,7 +202,7 @@ class Proposals:
             if req.kind == RIGHT_SIZE:
                 f = finding_of(req) if req.state == RequestState.SNOOZED else None
             else:
-                f = by_key.get(req.key)
+                f = by_key.get(req.key) if clusters.get(req.key) == req.cluster else None
             if f is None:
                 done = store.transition(
                     req.id, from_states=[req.state], to_state="superseded", now=now, actor=SYSTEM,
@@ -211,19 +222,22 @@ class Proposals:
             if done:
                 self.refresh_message(done, now)
 
+        known = set(self.rt.cluster_names())
         for req in store_bulk.keys_in_state(store, "proposed"):
-            if req.key not in by_key and not unseen(req.cluster) and req.kind != RIGHT_SIZE:
+            elsewhere = req.key in by_key and clusters[req.key] != req.cluster
+            if (req.key not in by_key or elsewhere) and not unseen(req.cluster) and req.kind != RIGHT_SIZE:
                 done = store.transition(
                     req.id, from_states=["proposed"], to_state="superseded", now=now, actor=SYSTEM,
-                    event="superseded", note=f"No longer idle at {short_time(now)}.",
+                    event="superseded", note=self._gone_note(req.cluster, known, now),
                 )
                 if done:
                     counts["superseded"] += 1
                     self.refresh_message(done, now)
 
         # One lookup, one insert and one update for all findings: a large fleet has hundreds.
-        held = store_bulk.open_for_keys(store, by_key)
-        refused = self._dry_runs([f for f in by_key.values() if f.key not in held], now)
+        held, taken = self._held(by_key, clusters)
+        by_key = {k: f for k, f in by_key.items() if k not in taken}
+        refused = self._dry_runs([f for f in by_key.values() if f.key not in held], clusters, now)
         for key, e in refused.items():
             by_key[key] = dataclasses.replace(
                 by_key[key], action=None, report_reason=f"the API server refuses the change: {e.message}"
@@ -237,7 +251,7 @@ class Proposals:
                 verb=f.action.verb.value if f.action else "", target=f.action.target if f.action else None,
                 finding_json=as_json[f.key], usd_per_hour=f.usd_per_hour, gpus=f.gpus,
                 dry_run=self.rt.dry_run, now=now, ttl_seconds=f.handling.request_ttl_seconds, act_at=act_at_for(f, now),
-                cluster=f.cluster,
+                cluster=clusters[f.key],
             )
             for f in by_key.values() if f.key not in held
         ]
@@ -262,11 +276,11 @@ class Proposals:
         self.refresh_messages(created + updated, now, written)
         return counts
 
-    def _dry_runs(self, findings: Collection[Finding], now: datetime) -> dict[str, ActionRefused]:
+    def _dry_runs(self, findings: Collection[Finding], clusters: Mapping[str, str], now: datetime) -> dict[str, ActionRefused]:
         """The new proposals' actions sent as server-side dry runs (none when the bot itself runs
         dry: its RBAC may not patch): finding key -> the API server's refusal, for those it
         refuses. A dry run that could not be sent leaves the proposal as it is; the one right
-        before acting decides."""
+        before acting decides. ``clusters``: finding key -> its request's cluster."""
         if self.rt.dry_run:
             return {}
         out = {}
@@ -274,7 +288,7 @@ class Proposals:
             if f.action is None:
                 continue
             try:
-                self.rt.writer_for(f.cluster).dry_run(f.action, now)
+                self.rt.writer_for(clusters[f.key]).dry_run(f.action, now)
             except ActionRefused as e:
                 out[f.key] = e
             except Exception as e:  # noqa: BLE001 - an unreachable API server must not stop the sweep
@@ -285,12 +299,16 @@ class Proposals:
         """Make a ``right-size`` request, posted to its team's approvers with Approve/Deny, of each
         recommendation in ``recs`` that carries an action (:attr:`Recommendation.action`) and
         holds no open request yet; advice only is left to the advice post. Returns the ids made.
-        The sweeps leave these requests alone; they expire after the policy's request TTL."""
+        Each request names the cluster its advice was made in (:meth:`~bot.runtime.runtime.Runtime.request_cluster`);
+        a key held by a request of another cluster is left to it. The sweeps leave these requests
+        alone; they expire after the policy's request TTL."""
         findings = {r.key: advice_finding(r, now, window_seconds, r.cluster) for r in recs if r.action is not None}
-        held = store_bulk.open_for_keys(self.rt.store, findings)
+        clusters = self._clusters_of(findings.values())
+        held, _ = self._held({k: f for k, f in findings.items() if k in clusters}, clusters)
         # A change the API server refuses (Kueue's webhook on a pod template it manages) is no
         # request: its advice stands in the advice post.
-        for key, e in self._dry_runs([f for k, f in findings.items() if k not in held], now).items():
+        fresh = [f for k, f in findings.items() if k in clusters and k not in held]
+        for key, e in self._dry_runs(fresh, clusters, now).items():
             del findings[key]
             self.rt.store.audit(None, actor=SYSTEM, event="dry-run-refused", now=now,
                                 detail={"key": key, "status": e.status, "reason": e.reason, "message": e.message})
@@ -299,13 +317,40 @@ class Proposals:
                 key=f.key, team=f.team, kind=f.kind, namespace=f.namespace, name=f.name,
                 verb=f.action.verb.value, target=f.action.target, finding_json=json.dumps(to_jsonable(f)),
                 usd_per_hour=f.usd_per_hour, gpus=f.gpus, dry_run=self.rt.dry_run, now=now,
-                ttl_seconds=f.handling.request_ttl_seconds, cluster=f.cluster,
+                ttl_seconds=f.handling.request_ttl_seconds, cluster=clusters[f.key],
             )
-            for f in findings.values() if f.key not in held and f.action is not None
+            for f in findings.values() if f.key in clusters and f.key not in held and f.action is not None
         ]
         created = store_bulk.create_requests(self.rt.store, new, now)
         self.refresh_messages(created, now)
         return created
+
+    def _clusters_of(self, findings: Iterable[Finding]) -> dict[str, str]:
+        """Finding key -> the cluster's name its request stores (:meth:`~bot.runtime.runtime.Runtime.request_cluster`);
+        a finding whose cluster cannot be named is logged and left out: no request is made of it."""
+        out = {}
+        for f in findings:
+            try:
+                out[f.key] = self.rt.request_cluster(f.cluster)
+            except UnknownCluster as e:
+                log.error("%s: no request made: %s", f.key, e)
+        return out
+
+    def _held(self, by_key: Mapping[str, Finding], clusters: Mapping[str, str]) -> tuple[dict[str, ActionRequest], set[str]]:
+        """``(key -> the open request of the finding's own cluster holding it, keys held by a
+        request of another cluster)``: a finding never refreshes, or is proposed over, another
+        cluster's request (one renamed or removed from the config keeps its key until it ends)."""
+        held = store_bulk.open_for_keys(self.rt.store, by_key)
+        taken = {k for k, r in held.items() if r.cluster != clusters[k]}
+        for k in sorted(taken):
+            log.warning("%s: held by request %s of cluster %r, not %s: left to it", k, held[k].id, held[k].cluster, clusters[k])
+        return {k: r for k, r in held.items() if k not in taken}, taken
+
+    @staticmethod
+    def _gone_note(cluster: str, known: Collection[str], now: datetime) -> str:
+        if cluster not in known:
+            return f"Its cluster {cluster or '(unnamed)'} is no longer configured; not acted on."
+        return f"No longer idle at {short_time(now)}."
 
     # --- actions whose outcome is unknown -----------------------------------------------------
 
@@ -322,6 +367,11 @@ class Proposals:
             action = finding_of(req).action
             try:
                 current = self.rt.writer_for(req.cluster).current(action.target) if action and not req.dry_run else None
+            except UnknownCluster as e:
+                # Its cluster is not configured (any more): what happened there cannot be read.
+                log.warning("request %s: outcome still unknown, its cluster cannot be read: %s", req.id, e)
+                counts["unchecked"] = counts.get("unchecked", 0) + 1
+                continue
             except Exception as e:  # noqa: BLE001 - whatever the reader raised, the target is unknown
                 if self.rt.metrics:
                     self.rt.metrics.kubernetes_error("read")

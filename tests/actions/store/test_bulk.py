@@ -27,7 +27,7 @@ def _args(key: str, **overrides: Any) -> dict[str, Any]:
         key=key, team="ml-research", kind="idle-notebook", namespace="ml-research", name=key.rsplit("/", 1)[-1],
         verb=ActionVerb.STOP_NOTEBOOK, target=("kubeflow.org/v1", "Notebook", key.rsplit("/", 1)[-1]),
         finding_json=json.dumps({"key": key, "usd_per_hour": 6.88}), usd_per_hour=6.88, gpus=1, dry_run=True,
-        now=T0, ttl_seconds=86400,
+        now=T0, ttl_seconds=86400, cluster="default",
     )
     args.update(overrides)
     return args

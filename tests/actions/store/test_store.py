@@ -46,6 +46,7 @@ def _create(store: Store, key: str = "idle-notebook/ml-research/llm-explore", **
         dry_run=False,
         now=T0,
         ttl_seconds=3600,
+        cluster="default",
     )
     args.update(overrides)
     return store.create_request(**args)
@@ -92,7 +93,7 @@ def test_migrate_twice_creates_the_tables(database_url: str, tmp_path, monkeypat
             unique = [ix for ix in inspector.get_indexes("action_request") if ix["unique"]]
             assert [ix["column_names"] for ix in unique] == [["key"]]
             versions = connection.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all()
-        assert versions == [("0009_activity_seen",)]
+        assert versions == [("0010_store_facts",)]
         # Usable after the second migrate: the tables were not recreated empty-handed or broken.
         assert _create(s).id is not None
 
@@ -107,7 +108,8 @@ def test_migration_matches_models(store: Store) -> None:
         # The comparison does see the migrated tables: against no models, both would be dropped.
         removed = {d[1].name for d in compare_metadata(context, sa.MetaData()) if d[0] == "remove_table"}
         assert removed == {"action_request", "audit_event", "price_cache", "team_budget", "alert_record", "job_run",
-                           "usage_hour", "usage_hour_filled", "usage_day", "activity_seen", "activity_mark"}
+                           "usage_hour", "usage_hour_filled", "usage_day", "activity_seen", "activity_mark",
+                           "store_fact"}
         # APScheduler's table is created by a migration but belongs to APScheduler: never compared.
         assert "apscheduler_jobs" in sa.inspect(connection).get_table_names()
 
@@ -160,7 +162,7 @@ def test_replicas_migrating_at_once_all_succeed(postgres_url: str) -> None:
     outputs = [early + p.communicate(timeout=120)[0] for early, p in zip(before_go, replicas)]
     assert [p.returncode for p in replicas] == [0] * len(replicas), outputs
     with Store(postgres_url) as s, s.engine.connect() as connection:
-        assert connection.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all() == [("0009_activity_seen",)]
+        assert connection.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all() == [("0010_store_facts",)]
         assert {"action_request", "audit_event"} <= set(sa.inspect(connection).get_table_names())
 
 
@@ -213,6 +215,38 @@ def test_report_only_and_object_ref_targets(store: Store) -> None:
     with pytest.raises(ValueError):
         _create(store, key="e", finding_json="not json")
     assert [r.key for r in store.list_requests()] == ["a", "b"]
+
+
+def test_a_request_names_its_cluster(store: Store) -> None:
+    assert _create(store, key="a", cluster="gpu-west").cluster == "gpu-west"
+    with pytest.raises(ValueError, match="b: name the cluster the request was made in"):
+        _create(store, key="b", cluster="")
+    args = dict(key="c", team="t", kind="idle-notebook", namespace="n", name="c", verb="", target=None,
+                finding_json="{}", usd_per_hour=1.0, gpus=1.0, dry_run=True, now=T0, ttl_seconds=60)
+    with pytest.raises(TypeError, match="cluster"):
+        store.create_request(**args)
+    assert [r.key for r in store.list_requests()] == ["a"]
+
+
+def test_unnamed_requests_are_named_once_each_and_a_fact_is_recorded_once(store: Store) -> None:
+    old = [_create(store, key=k) for k in ("a", "b")]
+    west = _create(store, key="c", cluster="west")
+    with store.engine.begin() as connection:
+        t = ActionRequest.__table__
+        connection.execute(sa.update(t).where(t.c.key.in_(["a", "b"])).values(cluster=""))
+    assert store.name_unnamed_requests("east", T0, why="test") == [r.id for r in old]
+    assert store.name_unnamed_requests("east", T0, why="test") == []  # named already
+    assert [(r.key, r.cluster, r.version) for r in store.list_requests()] == [("a", "east", 1), ("b", "east", 1), ("c", "west", 1)]
+    assert [e.event for e in store.events(old[0].id)] == ["proposed", "cluster-named"]
+    assert [e.event for e in store.events(west.id)] == ["proposed"]
+    with pytest.raises(ValueError):
+        store.name_unnamed_requests("", T0, why="test")
+
+    assert store.fact("home_cluster") is None
+    assert store.record_fact("home_cluster", "east", T0).value == "east"
+    later = store.record_fact("home_cluster", "west", T0 + timedelta(days=1))
+    assert (later.value, later.recorded_at) == ("east", T0)  # the first writer's, unchanged
+    assert [e.detail() for e in store.all_events() if e.event == "fact-recorded"] == [{"name": "home_cluster", "value": "east"}]
 
 
 def test_duplicate_open_key_is_refused(store: Store) -> None:

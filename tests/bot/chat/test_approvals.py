@@ -206,3 +206,37 @@ def test_a_failed_post_is_retried_by_the_next_sweep(rt, slack):
     req = rt.store.get(req.id)
     assert req.message_ts in slack.messages(CHANNEL)
     assert len(rt.store.list_requests()) == 1
+
+
+def test_a_bot_of_one_cluster_names_its_requests_and_acts_on_no_other(rt, slack):
+    sweep(rt)
+    (req,) = rt.store.list_requests()
+    # The one cluster's name (cluster_name, "default" unless set); key and message as they always were.
+    assert (req.key, req.cluster) == (KEY, "default")
+    assert " in cluster " not in slack.messages(CHANNEL)[req.message_ts]["text"]
+
+    # The same bot renamed its cluster: the request made under the old name is refused, not guessed.
+    renamed = dataclasses.replace(rt, cluster_name="gpu-main")
+    rt.clock.now += timedelta(minutes=5)
+    outcome = Approvals(renamed).approve(req.id, APPROVER)
+    assert not outcome.ok and "no cluster 'default'; this bot watches one cluster, gpu-main" in outcome.message
+    failed = renamed.store.get(req.id)
+    assert failed.state == "failed" and failed.note.startswith("Not acted on, nothing was changed")
+    nb = rt.cluster.get("Notebook", "ml-research", "llm-explore")
+    assert STOPPED_ANNOTATION not in (nb["metadata"].get("annotations") or {})
+
+
+def test_a_proposal_of_a_renamed_cluster_is_closed_and_its_finding_proposed_under_the_new_name(rt, slack):
+    sweep(rt)
+    (old,) = rt.store.list_requests()
+    renamed = dataclasses.replace(rt, cluster_name="gpu-main")
+    rt.clock.now += timedelta(minutes=5)
+    counts = sweep(renamed)
+    assert (counts["superseded"], counts["proposed"], counts["updated"]) == (1, 1, 0)
+    closed = renamed.store.get(old.id)
+    assert closed.state == "superseded" and closed.note == "Its cluster default is no longer configured; not acted on."
+    new = renamed.store.open_for_key(KEY)
+    assert new.cluster == "gpu-main" and new.id != old.id
+    assert Approvals(renamed).approve(new.id, APPROVER).ok
+    nb = rt.cluster.get("Notebook", "ml-research", "llm-explore")
+    assert STOPPED_ANNOTATION in nb["metadata"]["annotations"]
