@@ -224,7 +224,9 @@ class GpuPod:
     ``gpus`` counts whole GPUs (``nvidia.com/gpu``) plus MIG slices (``nvidia.com/mig-*``), summed
     over containers (init containers excluded); ``gpu_resource`` is the resource name that was
     requested (the first one found if several); ``containers`` the GPU resources of each
-    container that requests any, by container name.
+    container that requests any, by container name. ``ready`` is the ``Ready`` condition being
+    ``True``; ``unschedulable`` the scheduler's message (``"0/8 nodes are available: 8 Insufficient
+    nvidia.com/mig-1g.10gb."``) while ``PodScheduled`` is ``False``, else None.
     """
 
     namespace: str
@@ -242,6 +244,8 @@ class GpuPod:
     devices: Mapping[str, int] = field(default_factory=dict)
     # Each container that requests GPUs: (name, ((resource, count), ...)); empty when not read.
     containers: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
+    ready: bool = False
+    unschedulable: str | None = None
 
     @property
     def requested(self) -> Mapping[str, int]:

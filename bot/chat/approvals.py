@@ -355,12 +355,14 @@ class Approvals:
                 request_id, user, "restore", from_state="done", to_state="restoring",
                 event="restore-requested", note="Restoring.", deadline_at=deadline,
             )
-            return refusal or self._restore(req, now)
+            return refusal or self.undo(req, now)
         finally:
             self.rt.inflight.finish(request_id)
             self.proposals.refresh_metrics()
 
-    def _restore(self, req: ActionRequest, now: datetime) -> Outcome:
+    def undo(self, req: ActionRequest, now: datetime, why: str = "") -> Outcome:
+        """Undo a request just moved to ``restoring`` (by Restore, or by :mod:`bot.chat.verify`
+        with ``why`` starting the note) with its undo record."""
         request_id = req.id
         finding = finding_of(req)
         undo = json.loads(req.undo_json or "{}")
@@ -389,7 +391,7 @@ class Approvals:
                 return Outcome(False, f"Restore of request #{request_id} failed: {plain(e)}")
             if self.rt.metrics:
                 self.rt.metrics.action_restored(req.verb)
-        note = "Dry run: nothing to restore." if req.dry_run else f"Restored: undid {finding.action.summary}."
+        note = why + ("Dry run: nothing to restore." if req.dry_run else f"Restored: undid {finding.action.summary}.")
         self._settle(request_id, "restoring", "restored", now, event="restored", detail={"undo": undo}, note=note)
         return Outcome(True, f"Request #{request_id} restored.")
 

@@ -221,6 +221,11 @@ def gpu_pod(pod: Pod) -> GpuPod | None:
         owners=owner_refs(meta),
         devices=devices,
         containers=tuple((name, held) for name, held in each if held),
+        ready=any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions),
+        unschedulable=next(
+            (c.message or c.reason for c in pod.status.conditions if c.type == "PodScheduled" and c.status == "False"),
+            None,
+        ),
     )
 
 
