@@ -15,10 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Sequence
 
-from actions.detect.gate import pods_of
 from actions.model.findings import ActionVerb, ProposedAction
 from actions.model.kube import GpuPod
-from actions.model.snapshot import ClusterSnapshot
 
 VERIFIED = "verified"
 FAILED = "verify-failed"
@@ -52,17 +50,17 @@ def _resized(pod: GpuPod, action: ProposedAction) -> bool:
     return all(held.get(resource) == count for resource, count in after.items())
 
 
-def observe(action: ProposedAction, pod_names: Sequence[str], node: str | None,
-            snapshot: ClusterSnapshot) -> tuple[bool, str]:
-    """``(done, saw)``: whether ``snapshot`` shows ``action``'s effect, and what it shows.
-    ``pod_names`` are the pods the action was for (a finding's ``pods``; none for a resize, whose
-    pods are found by their owner chain) and ``node`` the node of a NodeClaim's finding."""
+def observe(action: ProposedAction, pods: Sequence[GpuPod], nodes: Sequence[str]) -> tuple[bool, str]:
+    """``(done, saw)``: whether the cluster shows ``action``'s effect, and what it shows, from one
+    read of it: ``pods`` are the target's pods as read (those the action was for, by name, or for
+    a resize every pod whose owner chain holds the target:
+    :func:`actions.detect.gate.pods_of`), ``nodes`` the names of the nodes a NodeClaim deletion
+    meant to remove that are still there."""
     target = action.target
     if action.verb is ActionVerb.DELETE_NODECLAIM:
-        left = sorted(n.name for n in snapshot.nodes.values() if n.nodeclaim == target.name or (node and n.name == node))
+        left = sorted(nodes)
         return (not left, "node gone" if not left else f"node {', '.join(left)} still there")
     if action.verb is ActionVerb.RESIZE_GPUS:
-        pods = pods_of(target, (), snapshot)
         if not pods:
             return False, f"no pod of {target} yet"
         good = [p for p in pods if _resized(p, action) and p.phase == "Running" and p.ready]
@@ -76,18 +74,18 @@ def observe(action: ProposedAction, pod_names: Sequence[str], node: str | None,
         if old:
             return False, f"{saw}; still on the old GPU request: {_pods(old)}"
         return False, f"{saw}: {_pods([p for p in pods if p not in good])}"
-    pods = pods_of(target, pod_names, snapshot)
     if not pods:
         return True, "pods gone"
     return False, f"{len(pods)} pod{'s' if len(pods) != 1 else ''} still there: {_pods(pods)}"
 
 
-def verdict(action: ProposedAction, pod_names: Sequence[str], node: str | None, snapshot: ClusterSnapshot,
+def verdict(action: ProposedAction, pods: Sequence[GpuPod], nodes: Sequence[str],
             applied_at: datetime, now: datetime, verify_seconds: float) -> Verdict:
-    """What ``snapshot`` (read at ``now``) says of ``action`` applied at ``applied_at``:
+    """What ``pods`` and ``nodes`` (read at ``now``, see :func:`observe`) say of ``action``
+    applied at ``applied_at``:
     :data:`VERIFIED` as soon as it shows the effect (:func:`observe`), :data:`WAITING` while it
     does not and ``now`` is before ``applied_at + verify_seconds``, :data:`FAILED` after."""
-    done, saw = observe(action, pod_names, node, snapshot)
+    done, saw = observe(action, pods, nodes)
     if done:
         return Verdict(VERIFIED, saw)
     if now < applied_at + timedelta(seconds=verify_seconds):

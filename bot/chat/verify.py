@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
+from actions.detect.gate import pods_of
 from actions.model.findings import ActionVerb
 from actions.model.snapshot import ClusterSnapshot
 from actions.remedy.verify import FAILED, VERIFIED, verdict
@@ -71,7 +72,10 @@ class Verifier:
                 count("unchecked")
                 continue
             seconds = self.rt.policy.verify_seconds
-            seen = verdict(action, finding.pods, finding.node, snapshot, applied_at, now, seconds)
+            pods = pods_of(action.target, () if action.resize else finding.pods, snapshot)
+            nodes = [n.name for n in snapshot.nodes.values()
+                     if action.verb is ActionVerb.DELETE_NODECLAIM and (n.nodeclaim == action.target.name or n.name == finding.node)]
+            seen = verdict(action, pods, nodes, applied_at, now, seconds)
             # Judged long after its window (the bot was down, or the request predates verifying):
             # what the cluster shows now may be someone's later change, so nothing is undone.
             late = now > applied_at + timedelta(seconds=2 * seconds)

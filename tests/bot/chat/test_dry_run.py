@@ -9,11 +9,8 @@ import json
 
 import pytest
 
-from actions.advice.model import ConsumerUsage
-from actions.advice.recommend import advise_consumer
 from actions.executors.kubernetes import KubernetesWriter
-from actions.model.kube import CapacityType, ObjectRef
-from actions.policy.advice import AdvicePolicy
+from actions.model.kube import ObjectRef
 from actions.policy.rules import Policy
 from actions.policy.teams import Team, TeamDirectory
 from actions.pricing.book import PriceBook
