@@ -274,7 +274,9 @@ class GpuPod:
     ``gpus`` counts whole GPUs (``nvidia.com/gpu``) plus MIG slices (``nvidia.com/mig-*``), summed
     over containers (init containers excluded); ``gpu_resource`` is the resource name that was
     requested (the first one found if several); ``containers`` the GPU resources of each
-    container that requests any, by container name.
+    container that requests any, by container name. ``ready`` is the ``Ready`` condition being
+    ``True``; ``unschedulable`` the scheduler's message (``"0/8 nodes are available: 8 Insufficient
+    nvidia.com/mig-1g.10gb."``) while ``PodScheduled`` is ``False``, else None.
     """
 
     namespace: str
@@ -297,6 +299,8 @@ class GpuPod:
     node_selector: Mapping[str, str] = field(default_factory=dict)
     node_affinity: tuple[NodeSelectorTerm, ...] | None = None
     tolerations: tuple[Toleration, ...] = ()
+    ready: bool = False
+    unschedulable: str | None = None
 
     @property
     def requested(self) -> Mapping[str, int]:

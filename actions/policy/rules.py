@@ -115,6 +115,11 @@ class Policy(BaseModel):
         "pressed Snooze, Exempt or Deny; report: post, never act",
     )
     grace_seconds: float = Field(4 * 3600, gt=0, description="in mode auto, how long a proposal waits before the policy acts")
+    verify_seconds: float = Field(
+        600, gt=0,
+        description="after an action, how long the cluster has to show it took effect (pods gone after a "
+        "stop, the resized pod Running and Ready) before a resize is restored and a stop reported",
+    )
     act_on: list[str] | None = Field(
         None,
         description="kinds the bot may act on (consumer kinds such as RayJob or Notebook, or target kinds "

@@ -234,3 +234,25 @@ def messages_shown(
                  "detail_json": detail_json({"channel": c, "ts": t})}
                 for i, _, c, t in posted
             ])
+
+
+def done_without_events(store: Store, events: Sequence[str]) -> list[tuple[ActionRequest, datetime | None]]:
+    """Every ``done`` request that is no dry run and whose audit holds none of ``events``, oldest
+    first, each with the time of its latest ``applied`` or ``recovered`` event (None when it has
+    neither): what the outcome verifier (:mod:`bot.chat.verify`) has still to judge. Two SELECTs."""
+    audit = AuditEvent.__table__
+    seen = sa.select(audit.c.request_id).where(audit.c.request_id == ActionRequest.id, audit.c.event.in_(list(events)))
+    query = (
+        select(ActionRequest)
+        .where(ActionRequest.state == "done", ActionRequest.dry_run == sa.false(), ~sa.exists(seen))
+        .order_by(col(ActionRequest.updated_at), col(ActionRequest.id))
+    )
+    with store._session() as session:
+        found = list(session.exec(query).all())
+        applied: dict[int, datetime] = {}
+        for chunk in _chunks([r.id for r in found]):
+            times = sa.select(audit.c.request_id, sa.func.max(audit.c.at)).where(
+                audit.c.request_id.in_(chunk), audit.c.event.in_(["applied", "recovered"])
+            ).group_by(audit.c.request_id)
+            applied.update((rid, as_utc(at)) for rid, at in session.execute(times).all())
+    return [(r, applied.get(r.id)) for r in found]

@@ -16,7 +16,6 @@ request's states and its message are :mod:`bot.chat.proposals`'s.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import time
@@ -25,7 +24,6 @@ from datetime import datetime, timedelta
 
 import sqlalchemy.exc
 
-from actions.advice.request import RIGHT_SIZE
 from actions.model.codec import to_jsonable
 from actions.model.findings import ActionVerb
 from actions.remedy.patches import ActionRefused, ExecutorError
@@ -156,17 +154,6 @@ class Approvals:
             self.rt.inflight.finish(request_id)
             self.proposals.refresh_metrics()
 
-    def _count_failure(self, verb: str, operation: str, error: Exception) -> None:
-        metrics = self.rt.metrics
-        if not metrics:
-            return
-        metrics.action_failed(verb, operation)
-        # ExecutorErrors carry an HTTP status when the API server refused, and are raised from
-        # the transport's exception when it could not be reached; the rest are the bot's own
-        # refusals (an unsupported target, an unusable undo record) and no API error.
-        if isinstance(error, ExecutorError) and (error.status or error.__cause__ is not None):
-            metrics.kubernetes_error("restore" if operation == "restore" else "apply")
-
     def _settle(self, request_id: int, from_state: str, to_state: str, now: datetime, **fields) -> ActionRequest | None:
         """Move a request being acted on out of ``from_state`` (or ``uncertain``, where a shutdown
         whose grace ran out put it: this replica knows better) and update its message. None when
@@ -199,25 +186,16 @@ class Approvals:
         try:
             writer = self.rt.writer_for(req.cluster)
         except UnknownCluster as e:
-            self._count_failure(req.verb, "apply", e)
+            self.rt.count_failure(req.verb, "apply", e)
             self._settle(
                 request_id, "approved", "failed", now, event="apply-failed", detail={"error": str(e), "cluster": req.cluster},
                 note=f"Not acted on, nothing was changed: the request's cluster is not configured ({e}).",
             )
             return Outcome(False, f"Request #{request_id}: nothing was changed: its cluster is not configured ({plain(e)}).")
         try:
-            # Every kind passes the gate again on a fresh read of its cluster: the idle kinds in
-            # detection itself; right-sizing here, and the executor then plans the patch only
-            # while the GPU request is what the advice saw (actions.remedy.resize).
-            fresh = finding if req.kind == RIGHT_SIZE else {
-                f.key: f for f in self.rt.detect(now, cluster=req.cluster)
-            }.get(req.key)
-            # Detection leaves out an opted-out consumer altogether: the gate says why, not "busy".
-            refused = self.rt.gate(finding, req.cluster, now) if fresh is None or fresh is finding else ()
-            if refused:
-                fresh = dataclasses.replace(finding, action=None, report_reason="; ".join(refused))
+            fresh = self.rt.recheck(finding, req.key, req.cluster, now)
         except Exception as e:  # noqa: BLE001 - any source failure must leave the request decided, not stuck
-            self._count_failure(req.verb, "recheck", e)
+            self.rt.count_failure(req.verb, "recheck", e)
             self._settle(
                 request_id, "approved", "failed", now, event="apply-failed", detail={"error": str(e)},
                 note=f"Could not re-check the evidence, so nothing was changed: {e}",
@@ -263,7 +241,7 @@ class Approvals:
             writer.dry_run(action, now)
             undo = writer.apply(action, now)
         except ActionRefused as e:
-            self._count_failure(req.verb, "apply", e)
+            self.rt.count_failure(req.verb, "apply", e)
             self._settle(
                 request_id, "approved", "failed", now, event="dry-run-refused",
                 detail={"status": e.status, "reason": e.reason, "message": e.message},
@@ -274,7 +252,7 @@ class Approvals:
         except Exception as e:  # noqa: BLE001 - whatever broke, the request must end decided, not stuck
             if not isinstance(e, ExecutorError):
                 log.exception("request %s: executor raised", request_id)
-            self._count_failure(req.verb, "apply", e)
+            self.rt.count_failure(req.verb, "apply", e)
             if isinstance(e, ExecutorError) and e.uncertain:
                 return self._uncertain(request_id, e)
             if isinstance(e, ExecutorError) and e.stale:
@@ -377,12 +355,14 @@ class Approvals:
                 request_id, user, "restore", from_state="done", to_state="restoring",
                 event="restore-requested", note="Restoring.", deadline_at=deadline,
             )
-            return refusal or self._restore(req, now)
+            return refusal or self.undo(req, now)
         finally:
             self.rt.inflight.finish(request_id)
             self.proposals.refresh_metrics()
 
-    def _restore(self, req: ActionRequest, now: datetime) -> Outcome:
+    def undo(self, req: ActionRequest, now: datetime, why: str = "") -> Outcome:
+        """Undo a request just moved to ``restoring`` (by Restore, or by :mod:`bot.chat.verify`
+        with ``why`` starting the note) with its undo record."""
         request_id = req.id
         finding = finding_of(req)
         undo = json.loads(req.undo_json or "{}")
@@ -390,7 +370,7 @@ class Approvals:
             try:
                 self.rt.writer_for(req.cluster).restore(finding.action, undo, now)
             except ExecutorError as e:
-                self._count_failure(req.verb, "restore", e)
+                self.rt.count_failure(req.verb, "restore", e)
                 if e.uncertain:
                     # Stays restoring; settled from the cluster once nothing sent can land.
                     later = self.rt.clock()
@@ -411,7 +391,7 @@ class Approvals:
                 return Outcome(False, f"Restore of request #{request_id} failed: {plain(e)}")
             if self.rt.metrics:
                 self.rt.metrics.action_restored(req.verb)
-        note = "Dry run: nothing to restore." if req.dry_run else f"Restored: undid {finding.action.summary}."
+        note = why + ("Dry run: nothing to restore." if req.dry_run else f"Restored: undid {finding.action.summary}.")
         self._settle(request_id, "restoring", "restored", now, event="restored", detail={"undo": undo}, note=note)
         return Outcome(True, f"Request #{request_id} restored.")
 

@@ -8,11 +8,13 @@ hands each job the parts it needs, most often bound methods of this one.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from actions.advice.request import RIGHT_SIZE
 from actions.advice.round import AdviceResult, AdviceSetup, gather_advice
 from actions.cost.fleet import FleetReport, fleet_report
 from actions.cost.report import CostReport
@@ -29,6 +31,7 @@ from actions.policy.rules import Policy
 from actions.policy.teams import TeamDirectory
 from actions.ports import ClusterReader, ClusterWriter, TelemetrySource
 from actions.pricing.book import PriceBook
+from actions.remedy.patches import ExecutorError
 from actions.sources.kube.reader import ClusterReadError
 from actions.store.database import Store
 from actions.text import one_line
@@ -162,6 +165,29 @@ class Runtime:
         """The idle findings at ``now`` (:meth:`detection`), as the re-check right before acting
         reads them (``cluster``: the request's cluster alone). Raises what the sources raise."""
         return self.detection(now, cluster).findings
+
+    def count_failure(self, verb: str, operation: str, error: Exception) -> None:
+        """Count a failed action (``verb``; ``operation`` apply, recheck or restore) in the
+        metrics, and an API error when ``error`` came from the Kubernetes API."""
+        if not self.metrics:
+            return
+        self.metrics.action_failed(verb, operation)
+        # ExecutorErrors carry an HTTP status when the API server refused, and are raised from
+        # the transport's exception when it could not be reached; the rest are the bot's own
+        # refusals (an unsupported target, an unusable undo record) and no API error.
+        if isinstance(error, ExecutorError) and (error.status or error.__cause__ is not None):
+            self.metrics.kubernetes_error("restore" if operation == "restore" else "apply")
+
+    def recheck(self, finding: Finding, key: str, cluster: str, now: datetime) -> Finding | None:
+        """A request's ``finding`` (its ``key``) as a fresh read of ``cluster`` shows it right
+        before acting: an idle kind detected again (None: no longer found), a right-sizing as it
+        was (its executor plans the patch only while the GPU request is what the advice saw); and
+        without its action, the gate's sentences in ``report_reason``, when the one gate
+        (:meth:`gate`) refuses it now. Raises what the sources raise."""
+        fresh = finding if finding.kind == RIGHT_SIZE else {f.key: f for f in self.detect(now, cluster=cluster)}.get(key)
+        # Detection leaves out an opted-out consumer altogether: the gate says why, not "busy".
+        refused = self.gate(finding, cluster, now) if fresh is None or fresh is finding else ()
+        return dataclasses.replace(finding, action=None, report_reason="; ".join(refused)) if refused else fresh
 
     def gate(self, finding: Finding, cluster: str, now: datetime) -> tuple[str, ...]:
         """Why the one gate (:func:`actions.detect.gate.refusals`, mode ``report`` included)

@@ -15,6 +15,7 @@ from actions.model.times import utc_now
 from bot.chat.console import ConsoleSession
 from bot.chat.messages import MessageSync
 from bot.chat.proposals import Proposals
+from bot.chat.verify import Verifier
 from bot.runtime.runtime import Runtime
 from bot.service.http import HttpOptions
 from bot.service.metrics import BotMetrics
@@ -53,8 +54,10 @@ def slack_work(settings: Settings, metrics: BotMetrics | None = None) -> SlackWo
 
 def housekeeping(rt: Runtime, settings: Settings) -> Callable[[], None]:
     """One round of what every replica does every ``server.housekeeping_seconds``: settle actions
-    whose outcome is unknown, then write the messages that do not show their request's state."""
+    whose outcome is unknown, verify what done actions did (:mod:`bot.chat.verify`), then write
+    the messages that do not show their request's state."""
     proposals = Proposals(rt)
+    verifier = Verifier(rt)
     messages = MessageSync(rt, recent_days=settings.slack.sync_recent_days)
 
     def round_() -> None:
@@ -62,6 +65,9 @@ def housekeeping(rt: Runtime, settings: Settings) -> Callable[[], None]:
         settled = proposals.settle(now)
         if set(settled) - {"waiting"}:
             log.info("housekeeping: settled %s", settled)
+        verified = verifier.run(now)
+        if set(verified) - {"waiting"}:
+            log.info("housekeeping: verified %s", verified)
         synced = messages.sync_due(now)
         if synced["synced"] or synced["failed"]:
             log.info("housekeeping: messages %s", synced)

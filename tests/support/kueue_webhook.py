@@ -66,3 +66,24 @@ def kueue_managed(fake: FakeKubeApi) -> None:
     fake.add(one_gpu_statefulset({"app": "vector-db", QUEUE_LABEL: "team-a"}))
     fake.deny("StatefulSet", "serving", "vector-db", webhook=KUEUE_STS_WEBHOOK, message=KUEUE_DENIAL,
               when=touches_the_pod_template)
+
+
+def vector_db_mig_advice():
+    """The MIG advice (one ``nvidia.com/mig-1g.10gb`` for one whole H100) on
+    :func:`one_gpu_statefulset`, team serving, made from a week of history."""
+    from actions.advice.model import ConsumerUsage
+    from actions.advice.recommend import advise_consumer
+    from actions.model.kube import CapacityType, ObjectRef
+    from actions.policy.advice import AdvicePolicy
+    from actions.pricing.book import PriceBook
+    from actions.pricing.catalog import PriceCatalog
+
+    usage = ConsumerUsage(
+        key="idle-serving/serving/StatefulSet/vector-db", team="serving", namespace="serving",
+        consumer_kind="StatefulSet", name="vector-db", role="serving", pods=("vector-db-0",), whole_gpus=1, gpus=1.0,
+        gpu_model="NVIDIA H100 80GB HBM3", instance_type="p5.48xlarge", capacity=CapacityType.ON_DEMAND,
+        window_seconds=7 * 86400, gpu_hours=168.0, peak_fb_mib=6000, peak_engine_pct=9, busy_gpus=1,
+        target=ObjectRef("apps/v1", "StatefulSet", "serving", "vector-db"),
+    )
+    [rec] = [r for r in advise_consumer(usage, PriceBook(PriceCatalog.bundled()), AdvicePolicy()) if r.kind == "mig"]
+    return rec

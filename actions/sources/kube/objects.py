@@ -244,6 +244,11 @@ def gpu_pod(pod: Pod) -> GpuPod | None:
         node_selector=dict(pod.spec.node_selector),
         node_affinity=_terms(pod.spec),
         tolerations=tuple(Toleration(t.key, t.operator, t.value, t.effect) for t in pod.spec.tolerations),
+        ready=any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions),
+        unschedulable=next(
+            (c.message or c.reason for c in pod.status.conditions if c.type == "PodScheduled" and c.status == "False"),
+            None,
+        ),
     )
 
 

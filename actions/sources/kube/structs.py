@@ -106,6 +106,9 @@ class PodSpec(msgspec.Struct, rename="camel"):
 class PodStatus(msgspec.Struct, rename="camel"):
     phase: str = "Pending"
     start_time: Time | None = None
+    # Ready, PodScheduled, ... (core/v1 PodCondition); the scheduler sets PodScheduled False with
+    # reason Unschedulable and its FitError message ("0/8 nodes are available: ...").
+    conditions: list[Condition] = []
 
 
 class Pod(msgspec.Struct):
@@ -191,9 +194,12 @@ class Admission(msgspec.Struct, rename="camel"):
 
 
 class Condition(msgspec.Struct):
+    """A condition of a Pod (core/v1 PodCondition) or a Workload: the fields read here."""
+
     type: str = ""
     status: str = "Unknown"
     reason: str = ""
+    message: str = ""
 
 
 class WorkloadStatus(msgspec.Struct):

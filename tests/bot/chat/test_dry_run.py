@@ -9,11 +9,8 @@ import json
 
 import pytest
 
-from actions.advice.model import ConsumerUsage
-from actions.advice.recommend import advise_consumer
 from actions.executors.kubernetes import KubernetesWriter
-from actions.model.kube import CapacityType, ObjectRef
-from actions.policy.advice import AdvicePolicy
+from actions.model.kube import ObjectRef
 from actions.policy.rules import Policy
 from actions.policy.teams import Team, TeamDirectory
 from actions.pricing.book import PriceBook
@@ -29,7 +26,13 @@ from tests.support.clock import Clock
 from tests.support.demo_world import APPROVER, buttons
 from tests.support.fakes.kube_api import FakeKubeApi
 from tests.support.fakes.slack_api import FakeSlack
-from tests.support.kueue_webhook import KUEUE_DENIAL, QUEUE_LABEL, kueue_managed, one_gpu_statefulset
+from tests.support.kueue_webhook import (
+    KUEUE_DENIAL,
+    QUEUE_LABEL,
+    kueue_managed,
+    one_gpu_statefulset,
+    vector_db_mig_advice,
+)
 from tests.support.paths import DEMO, DEMO_CLUSTER
 
 CHANNEL = "C0SERVING"
@@ -60,17 +63,6 @@ def make(url, slack, kube) -> Runtime:
     )
 
 
-def mig_advice():
-    usage = ConsumerUsage(
-        key="idle-serving/serving/StatefulSet/vector-db", team="serving", namespace="serving",
-        consumer_kind="StatefulSet", name="vector-db", role="serving", pods=("vector-db-0",), whole_gpus=1, gpus=1.0,
-        gpu_model="NVIDIA H100 80GB HBM3", instance_type="p5.48xlarge", capacity=CapacityType.ON_DEMAND,
-        window_seconds=WEEK, gpu_hours=168.0, peak_fb_mib=6000, peak_engine_pct=9, busy_gpus=1, target=TARGET,
-    )
-    [rec] = [r for r in advise_consumer(usage, PriceBook(PriceCatalog.bundled()), AdvicePolicy()) if r.kind == "mig"]
-    return rec
-
-
 def writes(kube: FakeKubeApi) -> list[tuple[str, dict]]:
     return [(r.method, dict(r.query)) for r in kube.requests if r.method in ("PATCH", "DELETE")]
 
@@ -79,10 +71,10 @@ def test_a_change_kueues_webhook_refuses_is_never_offered(database_url, slack, k
     kueue_managed(kube)
     rt = make(database_url, slack, kube)
     kube.clear_requests()
-    assert Proposals(rt).propose_advice([mig_advice()], rt.clock(), WEEK) == []
+    assert Proposals(rt).propose_advice([vector_db_mig_advice()], rt.clock(), WEEK) == []
     assert writes(kube) == [("PATCH", {"dryRun": "All"})]  # the dry run, and nothing else
     [event] = [e for e in rt.store.events(None) if e.event == "dry-run-refused"]
-    assert KUEUE_DENIAL in event.detail()["message"] and event.detail()["key"] == mig_advice().key
+    assert KUEUE_DENIAL in event.detail()["message"] and event.detail()["key"] == vector_db_mig_advice().key
     assert "nvidia.com/mig-1g.10gb" not in json.dumps(kube.get("StatefulSet", "serving", "vector-db"))
 
 
@@ -90,7 +82,7 @@ def test_an_ordinary_statefulset_gets_its_button_and_its_patch_after_a_dry_run(d
     kube.add(one_gpu_statefulset({"app": "vector-db"}))
     rt = make(database_url, slack, kube)
     kube.clear_requests()
-    [request_id] = Proposals(rt).propose_advice([mig_advice()], rt.clock(), WEEK)
+    [request_id] = Proposals(rt).propose_advice([vector_db_mig_advice()], rt.clock(), WEEK)
     req = rt.store.get(request_id)
     assert "gpu_approve" in buttons(slack.messages(CHANNEL)[req.message_ts])
     assert Approvals(rt).approve(request_id, APPROVER).ok
@@ -102,7 +94,7 @@ def test_an_ordinary_statefulset_gets_its_button_and_its_patch_after_a_dry_run(d
 def test_a_refusal_that_comes_after_the_proposal_stops_the_act_and_says_why(database_url, slack, kube):
     kube.add(one_gpu_statefulset({"app": "vector-db"}))
     rt = make(database_url, slack, kube)
-    [request_id] = Proposals(rt).propose_advice([mig_advice()], rt.clock(), WEEK)
+    [request_id] = Proposals(rt).propose_advice([vector_db_mig_advice()], rt.clock(), WEEK)
     # Since the proposal, Kueue took the StatefulSet over (someone added its queue label).
     obj = kube.get("StatefulSet", "serving", "vector-db")
     obj["metadata"]["labels"][QUEUE_LABEL] = "team-a"
