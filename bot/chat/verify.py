@@ -60,7 +60,7 @@ class Verifier:
             applied_at = applied_at or req.decided_at or req.updated_at
             if action is None:
                 continue
-            cluster = self.rt.cluster_of(req.cluster)
+            cluster = req.cluster
             if cluster not in snapshots:
                 try:
                     snapshots[cluster] = self._snapshot(req.cluster, now)

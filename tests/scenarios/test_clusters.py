@@ -55,6 +55,7 @@ from tests.support.clusters import with_clusters
 from tests.support.fakes.kube_api import FakeKubeApi
 from tests.support.fakes.tcp_proxy import TcpProxy
 from tests.support.fleet import RECHECK_AT, SWEEP_AT, TELEMETRY_END, TELEMETRY_START, fleet_openmetrics
+from tests.support.gpu_nodes import h100_cluster
 from tests.support.kubeconfig import write_kubeconfig
 from tests.support.paths import DEMO, ROOT
 from tests.support.prometheus_server import running_prometheus
@@ -362,7 +363,7 @@ def _mig_advice(at: datetime) -> tuple:
         key=KEY, team="research", namespace="ml-research", consumer_kind="Notebook", name="llm-explore",
         role="notebook", pods=("llm-explore-0",), whole_gpus=1, gpus=1.0, gpu_model=H100, instance_type="p5.48xlarge",
         capacity=CapacityType.ON_DEMAND, window_seconds=WEEK, gpu_hours=168.0, peak_fb_mib=6000, peak_engine_pct=9,
-        busy_gpus=1, target=NOTEBOOK,
+        busy_gpus=1, target=NOTEBOOK, landing=h100_cluster(),
     )
     [rec] = [r for r in advise_consumer(usage, PriceBook(PriceCatalog.bundled()), AdvicePolicy()) if r.kind == "mig"]
     one = AdviceResult(at, (rec,), (), (), 0.0)
@@ -374,6 +375,7 @@ def _limits(fake: FakeKubeApi) -> dict:
 
 
 def _writes(*fakes: FakeKubeApi) -> list:
+    """The writes that reached ``fakes``, dry runs included (each write is sent as one first)."""
     return [(r.method, r.path) for f in fakes for r in f.requests if r.method != "GET"]
 
 
@@ -394,7 +396,8 @@ def test_a_right_sizing_of_the_first_cluster_is_applied_there_after_clusters_are
     assert restarted.store.get(by_cluster["east"].id).state == "done"
     assert _limits(east) == {"memory": "32Gi", "nvidia.com/mig-1g.10gb": "1"}
     assert _limits(west) == {"memory": "32Gi", "nvidia.com/gpu": "1"}
-    assert [m for m, _ in _writes(east)] == ["PATCH"] and _writes(west) == []
+    assert [m for m, _ in _writes(east)] == ["PATCH", "PATCH"] and _writes(west) == []  # the dry run, the patch
+    assert [r.method for r in east.changes()] == ["PATCH"]
 
 
 @pytest.mark.prometheus

@@ -4,8 +4,15 @@ sources are named beside each)."""
 
 from __future__ import annotations
 
+from actions.advice.model import ConsumerUsage, Recommendation
+from actions.advice.recommend import advise_consumer
 from actions.model.findings import GpuResize
+from actions.model.kube import CapacityType, ObjectRef
+from actions.policy.advice import AdvicePolicy
+from actions.pricing.book import PriceBook
+from actions.pricing.catalog import PriceCatalog
 from tests.support.fakes.kube_api import FakeKubeApi
+from tests.support.gpu_nodes import h100_cluster
 
 # The label that puts a StatefulSet under Kueue (kueue v0.19.2 pkg/controller/constants QueueLabel).
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -68,22 +75,16 @@ def kueue_managed(fake: FakeKubeApi) -> None:
               when=touches_the_pod_template)
 
 
-def vector_db_mig_advice():
+def vector_db_mig_advice() -> Recommendation:
     """The MIG advice (one ``nvidia.com/mig-1g.10gb`` for one whole H100) on
-    :func:`one_gpu_statefulset`, team serving, made from a week of history."""
-    from actions.advice.model import ConsumerUsage
-    from actions.advice.recommend import advise_consumer
-    from actions.model.kube import CapacityType, ObjectRef
-    from actions.policy.advice import AdvicePolicy
-    from actions.pricing.book import PriceBook
-    from actions.pricing.catalog import PriceCatalog
-
+    :func:`one_gpu_statefulset`, team serving, made from a week of history, on H100 nodes that
+    offer the slice."""
     usage = ConsumerUsage(
         key="idle-serving/serving/StatefulSet/vector-db", team="serving", namespace="serving",
         consumer_kind="StatefulSet", name="vector-db", role="serving", pods=("vector-db-0",), whole_gpus=1, gpus=1.0,
         gpu_model="NVIDIA H100 80GB HBM3", instance_type="p5.48xlarge", capacity=CapacityType.ON_DEMAND,
         window_seconds=7 * 86400, gpu_hours=168.0, peak_fb_mib=6000, peak_engine_pct=9, busy_gpus=1,
-        target=ObjectRef("apps/v1", "StatefulSet", "serving", "vector-db"),
+        target=ObjectRef("apps/v1", "StatefulSet", "serving", "vector-db"), landing=h100_cluster(),
     )
     [rec] = [r for r in advise_consumer(usage, PriceBook(PriceCatalog.bundled()), AdvicePolicy()) if r.kind == "mig"]
     return rec

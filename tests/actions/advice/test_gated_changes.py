@@ -20,6 +20,7 @@ from actions.pricing.book import PriceBook
 from actions.pricing.catalog import PriceCatalog
 from actions.sources.kube.dump import snapshot_from_kubectl_dump
 from tests.support.clock import T0
+from tests.support.gpu_nodes import h100_cluster
 from tests.support.paths import DEMO_CLUSTER
 
 USAGE = ConsumerUsage(
@@ -27,7 +28,7 @@ USAGE = ConsumerUsage(
     name="llm-explore", role="notebook", pods=("llm-explore-0",), whole_gpus=1, gpus=1.0,
     gpu_model="NVIDIA H100 80GB HBM3", instance_type="p5.48xlarge", capacity=CapacityType.ON_DEMAND,
     window_seconds=7 * 86400, gpu_hours=168.0, peak_fb_mib=6000, peak_engine_pct=9, busy_gpus=1,
-    target=ObjectRef("kubeflow.org/v1", "Notebook", "ml-research", "llm-explore"),
+    target=ObjectRef("kubeflow.org/v1", "Notebook", "ml-research", "llm-explore"), landing=h100_cluster(),
 )
 
 

@@ -31,6 +31,7 @@ from bot.wiring.jobs import sweep_for
 from tests.support.clock import T0, Clock
 from tests.support.demo_world import APPROVER, CHANNEL, buttons
 from tests.support.fakes.slack_api import FakeSlack
+from tests.support.gpu_nodes import h100_cluster
 from tests.support.paths import DEMO
 
 NOTEBOOK = ObjectRef("kubeflow.org/v1", "Notebook", "ml-research", "llm-explore")
@@ -125,6 +126,7 @@ def mig_request(rt) -> int:
         consumer_kind="Notebook", name="llm-explore", role="notebook", pods=("llm-explore-0",), whole_gpus=1,
         gpus=1.0, gpu_model="NVIDIA H100 80GB HBM3", instance_type="p5.48xlarge", capacity=CapacityType.ON_DEMAND,
         window_seconds=7 * 86400, gpu_hours=168.0, peak_fb_mib=6000, peak_engine_pct=9, busy_gpus=1, target=NOTEBOOK,
+        landing=h100_cluster(),
     )
     [rec] = [r for r in advise_consumer(usage, PriceBook(PriceCatalog.bundled()), AdvicePolicy()) if r.kind == "mig"]
     [request_id] = Proposals(rt).propose_advice([rec], rt.clock(), 7 * 86400)
