@@ -21,6 +21,7 @@ pytest_plugins = [
     "tests.support.fixtures.accounting",
     "tests.support.fixtures.databases",
     "tests.support.fixtures.demo",
+    "tests.support.fixtures.fakes",
     "tests.support.fixtures.prometheus",
 ]
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from actions.executors.kubernetes import KubernetesWriter
 from actions.model.kube import ObjectRef
 from actions.policy.rules import Policy
@@ -25,7 +23,6 @@ from bot.runtime.runtime import Runtime
 from tests.support.clock import Clock
 from tests.support.demo_world import APPROVER, buttons
 from tests.support.fakes.kube_api import FakeKubeApi
-from tests.support.fakes.slack_api import FakeSlack
 from tests.support.kueue_webhook import (
     KUEUE_DENIAL,
     QUEUE_LABEL,
@@ -33,23 +30,11 @@ from tests.support.kueue_webhook import (
     one_gpu_statefulset,
     vector_db_mig_advice,
 )
-from tests.support.paths import DEMO, DEMO_CLUSTER
+from tests.support.paths import DEMO
 
 CHANNEL = "C0SERVING"
 TARGET = ObjectRef("apps/v1", "StatefulSet", "serving", "vector-db")
 WEEK = 7 * 86400
-
-
-@pytest.fixture
-def slack():
-    with FakeSlack() as fake:
-        yield fake
-
-
-@pytest.fixture
-def kube():
-    with FakeKubeApi(json.loads(DEMO_CLUSTER.read_bytes())["items"]) as fake:
-        yield fake
 
 
 def make(url, slack, kube) -> Runtime:

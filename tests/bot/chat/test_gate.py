@@ -30,18 +30,11 @@ from bot.runtime.runtime import Runtime
 from bot.wiring.jobs import sweep_for
 from tests.support.clock import T0, Clock
 from tests.support.demo_world import APPROVER, CHANNEL, buttons
-from tests.support.fakes.slack_api import FakeSlack
 from tests.support.gpu_nodes import h100_cluster
 from tests.support.paths import DEMO
 
 NOTEBOOK = ObjectRef("kubeflow.org/v1", "Notebook", "ml-research", "llm-explore")
 LATER = format_time(T0 + timedelta(days=2))
-
-
-@pytest.fixture
-def slack():
-    with FakeSlack() as fake:
-        yield fake
 
 
 def items() -> list[dict]:

@@ -17,8 +17,6 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-import pytest
-
 from actions.executors.kubernetes import KubernetesWriter
 from actions.policy.rules import Policy
 from actions.policy.teams import Team, TeamDirectory
@@ -34,27 +32,13 @@ from bot.chat.verify import Verifier
 from bot.runtime.runtime import Runtime
 from tests.support.clock import Clock
 from tests.support.demo_world import APPROVER, CHANNEL, buttons, make_runtime, sweep
-from tests.support.fakes.kube_api import FakeKubeApi
-from tests.support.fakes.slack_api import FakeSlack
 from tests.support.kueue_webhook import one_gpu_statefulset, vector_db_mig_advice
-from tests.support.paths import DEMO, DEMO_CLUSTER
+from tests.support.paths import DEMO
 
 SERVING = "C0SERVING"
 WEEK = 7 * 86400
 # The scheduler's words for a MIG slice no node offers (FitError.Error(), 3 nodes in the demo).
 UNSCHEDULABLE = "0/3 nodes are available: 3 Insufficient nvidia.com/mig-1g.10gb."
-
-
-@pytest.fixture
-def slack():
-    with FakeSlack() as fake:
-        yield fake
-
-
-@pytest.fixture
-def kube():
-    with FakeKubeApi(json.loads(DEMO_CLUSTER.read_bytes())["items"]) as fake:
-        yield fake
 
 
 def on_the_wire(url, slack, kube) -> Runtime:
