@@ -92,6 +92,10 @@ class ActionRefused(ExecutorError):
         self.message = message
         self.reason = reason
 
+    def detail(self) -> dict[str, object]:
+        """The refusal as an audit event's detail: ``status``, ``reason``, ``message``."""
+        return {"status": self.status, "reason": self.reason, "message": self.message}
+
 
 def _ref_json(target: ObjectRef) -> dict:
     return {

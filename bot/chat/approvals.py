@@ -244,7 +244,7 @@ class Approvals:
             self.rt.count_failure(req.verb, "apply", e)
             self._settle(
                 request_id, "approved", "failed", now, event="dry-run-refused",
-                detail={"status": e.status, "reason": e.reason, "message": e.message},
+                detail=e.detail(),
                 note=f"The API server refuses this change, so nothing was changed: {e.message}",
             )
             return Outcome(False, f"Request #{request_id}: the API server refuses it (HTTP {e.status}), nothing was changed: "

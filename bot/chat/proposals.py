@@ -269,7 +269,7 @@ class Proposals:
         for key, req in (store_bulk.open_for_keys(store, refused) if refused else {}).items():
             e = refused[key]
             store.audit(req.id, actor=SYSTEM, event="dry-run-refused", now=now,
-                        detail={"status": e.status, "reason": e.reason, "message": e.message})
+                        detail=e.detail())
         updated = store_bulk.update_requests(store, changes, now=now, actor=SYSTEM, event="updated")
         counts["proposed"] += len(created)
         counts["updated"] += len(updated)
@@ -311,7 +311,7 @@ class Proposals:
         for key, e in self._dry_runs(fresh, clusters, now).items():
             del findings[key]
             self.rt.store.audit(None, actor=SYSTEM, event="dry-run-refused", now=now,
-                                detail={"key": key, "status": e.status, "reason": e.reason, "message": e.message})
+                                detail={"key": key, **e.detail()})
         new = [
             new_request(
                 key=f.key, team=f.team, kind=f.kind, namespace=f.namespace, name=f.name,

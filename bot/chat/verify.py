@@ -20,6 +20,7 @@ its requests for the next round.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from datetime import datetime, timedelta
 
 from actions.detect.gate import pods_of
@@ -42,18 +43,11 @@ class Verifier:
         self.rt = rt
         self.approvals = approvals or Approvals(rt)
 
-    def _snapshot(self, cluster: str, now: datetime) -> ClusterSnapshot:
-        return self.rt.snapshot(now) if not self.rt.clusters else self.rt.parts(cluster).cluster.snapshot(now)
-
     def run(self, now: datetime) -> dict[str, int]:
         """One round at ``now``: counts of ``verified``, ``verify-failed``, ``restored`` (resizes
         undone), ``waiting`` (inside their window) and ``unchecked`` (cluster unreadable)."""
-        counts: dict[str, int] = {}
+        counts: Counter[str] = Counter()
         snapshots: dict[str, ClusterSnapshot | None] = {}
-
-        def count(what: str) -> None:
-            counts[what] = counts.get(what, 0) + 1
-
         for req, applied_at in store_bulk.done_without_events(self.rt.store, (VERIFIED, FAILED)):
             finding = finding_of(req)
             action = finding.action
@@ -63,18 +57,19 @@ class Verifier:
             cluster = req.cluster
             if cluster not in snapshots:
                 try:
-                    snapshots[cluster] = self._snapshot(req.cluster, now)
+                    snapshots[cluster] = self.rt.snapshot_of(cluster, now)
                 except Exception as e:  # noqa: BLE001 - an unreadable cluster is judged next round
                     log.warning("verify: cannot read cluster %s: %s", cluster, e)
                     snapshots[cluster] = None
             snapshot = snapshots[cluster]
             if snapshot is None:
-                count("unchecked")
+                counts["unchecked"] += 1
                 continue
             seconds = self.rt.policy.verify_seconds
             pods = pods_of(action.target, () if action.resize else finding.pods, snapshot)
             nodes = [n.name for n in snapshot.nodes.values()
-                     if action.verb is ActionVerb.DELETE_NODECLAIM and (n.nodeclaim == action.target.name or n.name == finding.node)]
+                     if n.nodeclaim == action.target.name or n.name == finding.node
+                     ] if action.verb is ActionVerb.DELETE_NODECLAIM else []
             seen = verdict(action, pods, nodes, applied_at, now, seconds)
             # Judged long after its window (the bot was down, or the request predates verifying):
             # what the cluster shows now may be someone's later change, so nothing is undone.
@@ -86,7 +81,7 @@ class Verifier:
                     note=f"{req.note or 'Done.'} Verified: {seen.saw}.",
                 )
             elif seen.state == FAILED and action.verb is ActionVerb.RESIZE_GPUS and not late:
-                count(FAILED)
+                counts[FAILED] += 1
                 self._restore(req.id, seen.saw, detail, now, counts)
                 continue
             elif seen.state == FAILED:
@@ -95,14 +90,14 @@ class Verifier:
                     note=f"Not verified: {seen.saw} {_within(seconds)} after {action.summary}.",
                 )
             else:
-                count("waiting")
+                counts["waiting"] += 1
                 continue
             if done is not None:
-                count(seen.state)
+                counts[seen.state] += 1
                 self.approvals.proposals.refresh_message(done, now)
-        return counts
+        return dict(counts)
 
-    def _restore(self, request_id: int, saw: str, detail: dict, now: datetime, counts: dict[str, int]) -> None:
+    def _restore(self, request_id: int, saw: str, detail: dict, now: datetime, counts: Counter[str]) -> None:
         """A resize the cluster did not take: restored through Restore's own path, as ``system``."""
         if not self.rt.inflight.start(request_id):
             return  # shutting down: the next life judges it again
@@ -117,7 +112,7 @@ class Verifier:
                 return  # someone pressed Restore meanwhile
             self.approvals.proposals.refresh_message(req, now)
             if self.approvals.undo(req, now, why).ok:
-                counts["restored"] = counts.get("restored", 0) + 1
+                counts["restored"] += 1
         finally:
             self.rt.inflight.finish(request_id)
             self.approvals.proposals.refresh_metrics()

@@ -126,6 +126,11 @@ class Runtime:
                 self.metrics.kubernetes_error("read")
             raise
 
+    def snapshot_of(self, cluster: str, now: datetime) -> ClusterSnapshot:
+        """The cluster named ``cluster`` (a request's) at ``now``: :meth:`snapshot` for a bot of
+        one cluster. Raises UnknownCluster for a name not configured, and what the reader raises."""
+        return self.snapshot(now) if not self.clusters else self.parts(cluster).cluster.snapshot(now)
+
     def detection(self, now: datetime, cluster: str | None = None) -> Detection:
         """Read the cluster and telemetry at ``now`` and run the idle detector: the first stage of
         every sweep, with what the data lacked. Raises what the sources raise.
@@ -196,7 +201,7 @@ class Runtime:
         action = finding.action
         if action is None:
             return ()
-        snapshot = self.snapshot(now) if not self.clusters else self.parts(cluster).cluster.snapshot(now)
+        snapshot = self.snapshot_of(cluster, now)
         book = PolicyBook(self.policy, self.teams, snapshot.namespace_annotations)
         pods = pods_of(action.target, finding.pods, snapshot)
         return refusals(action, finding.consumer_kind, pods, snapshot, policy_for(book, finding), now)
