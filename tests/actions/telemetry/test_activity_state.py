@@ -25,7 +25,7 @@ from actions.store.activity import ActivityStore
 from actions.store.database import Store
 from actions.telemetry.activity import Seen, decode, encode, first_step, lookback_answers, merge, span_seconds
 from actions.telemetry.presence import Presence, advance, first_last, step_mask
-from tests.support.openmetrics import samples
+from tests.support.openmetrics import gauge_families, samples
 from tests.support.prometheus_server import running_prometheus
 
 START = datetime(2026, 11, 20, 6, 0, tzinfo=timezone.utc)
@@ -85,10 +85,7 @@ def openmetrics() -> str:
     for host, part in (("Hostname", [t for t in times if t < _ts(11, 30)]), ("hostname", [t for t in times if t >= _ts(11, 33)])):
         lines[ENGINE_ACTIVE] += samples(ENGINE_ACTIVE, {**model, "UUID": "GPU-h", "gpu": "7", host: "n4",
                                                         "namespace": "ns", "pod": "h-0"}, [(t, 0.0) for t in part])
-    out = []
-    for name, body in lines.items():
-        out += [f"# TYPE {name} gauge", *body]
-    return "\n".join([*out, "# EOF"]) + "\n"
+    return gauge_families(lines)
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from actions.policy.rules import Policy
 from actions.sources.prometheus.promql import by_gpu, duration, number
 from actions.sources.prometheus.telemetry_promql import LOOKBACK_STEP_SECONDS, telemetry_queries
 from tests.support.fleet import SWEEP_AT, TELEMETRY_END, TELEMETRY_START
-from tests.support.openmetrics import samples
+from tests.support.openmetrics import gauge_families, samples
 from tests.support.prometheus_server import running_prometheus
 
 pytestmark = pytest.mark.prometheus
@@ -100,10 +100,7 @@ def conventions_openmetrics() -> str:
     labels_f = {**model, "UUID": "GPU-f", "gpu": "5", "Hostname": "n3", "namespace": "ns", "pod": "f-0"}
     fam[ENGINE_ACTIVE] += samples(ENGINE_ACTIVE, labels_f, [(t, 0.0) for t in times if t < busy_until - 1500])
     fam[GPU_UTIL] += samples(GPU_UTIL, labels_f, [(t, 90.0) for t in times])
-    out = []
-    for name, lines in fam.items():
-        out += [f"# TYPE {name} gauge", *lines]
-    return "\n".join([*out, "# EOF"]) + "\n"
+    return gauge_families(fam)
 
 
 @pytest.fixture(scope="module")
