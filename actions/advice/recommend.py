@@ -54,7 +54,7 @@ from actions.estimate.price import interruption_overhead
 from actions.hardware.mig import smallest_profile
 from actions.hardware.mig_names import gfd_name
 from actions.model.codec import to_jsonable
-from actions.model.findings import GpuResize
+from actions.model.findings import AdviceLimits, GpuResize
 from actions.model.kube import CapacityType
 from actions.model.quote import PriceQuote
 from actions.policy.advice import AdvicePolicy
@@ -120,16 +120,18 @@ RESIZABLE = {("kubeflow.org/v1", "Notebook"), ("apps/v1", "Deployment"), ("apps/
 
 
 def resize_of(u: ConsumerUsage, after: tuple[tuple[str, int], ...],
-              node_selector: tuple[tuple[str, str], ...] = ()) -> GpuResize | None:
+              node_selector: tuple[tuple[str, str], ...] = (), *, limits: AdviceLimits) -> GpuResize | None:
     """The pod template change that makes right-sizing advice: ``nvidia.com/gpu: whole_gpus``
-    -> ``after`` in its one pod's template (and ``node_selector`` labels added), or ``None``
+    -> ``after`` in its one pod's template (and ``node_selector`` labels added), holding while
+    its GPUs stay within ``limits`` (re-checked before acting), or ``None``
     (advice only) when the consumer runs more than one pod (the GPUs are spread over replicas:
     fewer pods is a person's call), its object is not a Notebook, Deployment or StatefulSet, or
     Kueue manages it (resubmitted, never patched in place)."""
     t = u.target
     if t is None or (t.api_version, t.kind) not in RESIZABLE or len(u.pods) != 1 or u.kueue:
         return None
-    return GpuResize(before=(("nvidia.com/gpu", u.whole_gpus),), after=after, node_selector=node_selector)
+    return GpuResize(before=(("nvidia.com/gpu", u.whole_gpus),), after=after, node_selector=node_selector,
+                     limits=limits)
 
 
 def container_plan(u: ConsumerUsage) -> list[tuple[str, int, int]]:
@@ -146,9 +148,10 @@ def container_resize(u: ConsumerUsage, change: tuple[str, int, int]) -> GpuResiz
     """The pod template change of one container: ``(name, GPUs now, GPUs advised)``, naming the
     container; ``None`` (advice only) where :func:`resize_of` would give none."""
     name, now, advised = change
-    whole = resize_of(u, (("nvidia.com/gpu", advised),))
+    limits = AdviceLimits(busy_gpus=advised)  # the container's own GPUs busy at once
+    whole = resize_of(u, (("nvidia.com/gpu", advised),), limits=limits)
     return None if whole is None else GpuResize(
-        before=(("nvidia.com/gpu", now),), after=(("nvidia.com/gpu", advised),), container=name)
+        before=(("nvidia.com/gpu", now),), after=(("nvidia.com/gpu", advised),), container=name, limits=limits)
 
 
 def mig_node_selector(gpu_model: str, profile: str) -> tuple[tuple[str, str], ...]:
@@ -191,7 +194,8 @@ def _mig(u: ConsumerUsage, fit, offer: MigOffer, quote: PriceQuote, current: flo
         saving_usd_per_month=money(current - advised), evidence=tuple(evidence), prices=(quote,),
         notes=(f"{usd_rate(rate)}/GPU-hour x {monthly:,.1f} GPU-hours a month; a {fit.profile} instance "
                f"is charged {fit.slices}/{fit.gpu_slices} of a GPU",),
-        target=u.target, resize=resize_of(u, ((offer.resource, 1),), (offer.selector,)),
+        target=u.target, resize=resize_of(u, ((offer.resource, 1),), (offer.selector,), limits=AdviceLimits(
+            fb_mib=fit.memory_mib / (1 + policy.fb_headroom), engine_pct=100 * fit.share, busy_gpus=1)),
     )
 
 
@@ -306,7 +310,7 @@ def _right_size(u: ConsumerUsage, quote: PriceQuote, prices: PriceBook, policy: 
         resize = container_resize(u, changed[0]) if len(changed) == 1 else None
     elif len(u.pods) == 1:
         change, resize = f"set `nvidia.com/gpu: {needed}` in its pod template (now {u.whole_gpus})", resize_of(
-            u, (("nvidia.com/gpu", needed),))
+            u, (("nvidia.com/gpu", needed),), limits=AdviceLimits(busy_gpus=needed))
     else:
         change, resize = (f"run it on {needed} GPUs in all (now {u.whole_gpus} over {len(u.pods)} pods): fewer pods "
                           "or fewer GPUs each"), None

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Sequence
 
 from actions.advice.model import ConsumerUsage, Recommendation, TeamBaseline
+from actions.advice.recheck import no_longer_holds, recheck_seconds
 from actions.advice.recommend import advise, could_save
 from actions.advice.request import consumer_key_of
 from actions.advice.usage import (
@@ -24,8 +25,11 @@ from actions.advice.usage import (
     team_baselines,
     team_namespaces,
 )
-from actions.detect.gate import pods_of, refusals
+from actions.detect.gate import pods_of, refusals, team_of
 from actions.detect.owners import OwnerIndex
+from actions.model.findings import GpuResize
+from actions.model.history import PodHistory
+from actions.model.kube import GpuPod
 from actions.model.snapshot import ClusterSnapshot
 from actions.policy.advice import AdvicePolicy
 from actions.policy.namespaces import PolicyBook
@@ -123,9 +127,28 @@ def gate_changes(recs: Sequence[Recommendation], usages: Sequence[ConsumerUsage]
         target = r.action.target
         pods = pods_of(target, (), snapshot, index)
         why = refusals(r.action, kinds.get(consumer_key_of(r.key), target.kind), pods, snapshot,
-                       book.for_namespace(target.namespace), at, index=index)
+                       book.for_namespace(target.namespace), at, index=index, team=team_of(r.action, book.teams))
         out.append(replace(r, resize=None, notes=(*r.notes, f"Not offered as a change: {'; '.join(why)}")) if why else r)
     return out
+
+
+def recheck_change(history: HistorySource, policy: AdvicePolicy, resize: GpuResize, pods: Sequence[GpuPod],
+                   advised_at: datetime, now: datetime) -> str | None:
+    """Why a right-sizing change (``resize``, advised at ``advised_at``) may no longer be applied
+    at ``now``: its target's ``pods`` (as the cluster holds them now) read from ``history`` over
+    the re-check window (:func:`actions.advice.recheck.recheck_seconds`) and judged by
+    :func:`actions.advice.recheck.no_longer_holds`; None when the advice still holds (or
+    recorded no limits). Raises what the history source raises (TelemetryError)."""
+    if resize.limits is None:
+        return None
+    seconds = recheck_seconds(advised_at, now, policy)
+    names = sorted({(p.namespace, p.name) for p in pods})
+    # Only the per-pod figures, over the short window: no consumers of several pods, no teams.
+    fetched = history.fetch(now, policy.model_copy(update={"window_seconds": seconds}), {}, {},
+                            container_pods=names if resize.container else ())
+    read = {(h.namespace, h.pod): h for h in fetched.pods}
+    seen = [read.get(n) or PodHistory(*n) for n in names]
+    return no_longer_holds(resize, seen, fetched.container_busy, seconds)
 
 
 def fleet_advice(results: Sequence[tuple[str, AdviceResult]], at: datetime) -> AdviceResult:

@@ -14,9 +14,13 @@ The guards, each a sentence when it refuses (:func:`refusals`):
   (``"true"``) or a pod bound to it;
 - ``disruption budget``: for a NodeClaim, its NodePool allows no node to be disrupted now for the
   reason Karpenter would have (``Empty`` for a node without workload pods, else
-  ``Underutilized``), by a budget's ``reasons`` and ``schedule``.
+  ``Underutilized``), by a budget's ``reasons`` and ``schedule``;
+- ``approvers``: the team the action belongs to (its namespace's; for a NodeClaim the cluster
+  admins, ``admin_approvers``) names no approver, so nobody could approve it, nor stop mode
+  auto's countdown.
 
-Who may press is checked at the press (approvers); the evidence is re-checked right before acting.
+Whether the one who presses is among the approvers is checked at the press (user groups expanded
+then); the evidence is re-checked right before acting.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from actions.model.kube import GpuPod, ObjectRef, OwnerRef
 from actions.model.snapshot import ClusterSnapshot
 from actions.policy.namespaces import PolicyBook
 from actions.policy.rules import Policy
+from actions.policy.teams import ADMIN_TEAM, Team, TeamDirectory
 
 NODECLAIM = "NodeClaim"
 
@@ -47,12 +52,14 @@ def refusals(
     *,
     index: OwnerIndex | None = None,
     check_mode: bool = True,
+    team: Team | None = None,
 ) -> tuple[str, ...]:
     """Why ``action`` on a consumer of ``consumer_kind`` (its ``pods``, as ``snapshot`` holds them)
     may not be taken at ``now`` under ``policy`` (the policy in force for the target's namespace):
     one sentence per guard that refuses, in the module docstring's order; empty when it may.
     ``check_mode`` False leaves mode ``report`` to the caller (an idle finding carries its mode
-    to the message, which then offers no button)."""
+    to the message, which then offers no button). ``team`` is the team the action belongs to
+    (:func:`team_of`); None leaves the approvers guard out."""
     target = action.target
     out: list[str] = []
     if check_mode and policy.mode == "report":
@@ -62,7 +69,7 @@ def refusals(
     index = index or OwnerIndex(snapshot)
     if target.kind == NODECLAIM:
         out += _node_refusals(target.name, snapshot, policy, now)
-        return tuple(out)
+        return tuple(out + _no_approvers(team))
     ns_annotations = snapshot.namespace_annotations.get(target.namespace, {})
     held = _annotated(target.namespace, pods, index, target)
     if opted_out(dict(ns_annotations), policy, now):
@@ -79,7 +86,21 @@ def refusals(
     if protecting:
         names = ", ".join(f"{p.namespace}/{p.name}" for p in protecting[:5])
         out.append(f"pod {names} is annotated {DO_NOT_DISRUPT}: \"{protecting[0].annotations[DO_NOT_DISRUPT]}\"")
-    return tuple(out)
+    return tuple(out + _no_approvers(team))
+
+
+def _no_approvers(team: Team | None) -> list[str]:
+    if team is None or team.approvers:
+        return []
+    where = "slack.admin_approvers" if team.name == ADMIN_TEAM else f"teams[].approvers of team {team.name}"
+    return [f"team {team.name} has no approvers, so nobody could approve it (add them under {where})"]
+
+
+def team_of(action: ProposedAction, teams: TeamDirectory) -> Team:
+    """The team whose approvers decide ``action``: its target namespace's team, or the cluster
+    admins (:data:`~actions.policy.teams.ADMIN_TEAM`) for a cluster-scoped target (a NodeClaim)."""
+    ns = action.target.namespace
+    return teams.team_for(ns) if ns else teams.admin
 
 
 def pods_of(target: ObjectRef, names: Sequence[str], snapshot: ClusterSnapshot,
@@ -108,7 +129,8 @@ def gated(finding: Finding, snapshot: ClusterSnapshot, book: PolicyBook, now: da
     index = index or OwnerIndex(snapshot)
     policy = policy_for(book, finding)
     pods = pods_of(finding.action.target, finding.pods, snapshot, index)
-    why = refusals(finding.action, finding.consumer_kind, pods, snapshot, policy, now, index=index, check_mode=False)
+    why = refusals(finding.action, finding.consumer_kind, pods, snapshot, policy, now, index=index, check_mode=False,
+                   team=team_of(finding.action, book.teams))
     return dataclasses.replace(finding, action=None, report_reason="; ".join(why)) if why else finding
 
 

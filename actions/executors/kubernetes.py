@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import json
+import re
+import time
 from datetime import datetime
 from typing import Any, Callable
 
@@ -25,6 +27,7 @@ from actions.remedy.patches import (
     deletion_record,
     plan_apply,
     plan_restore,
+    pods_left_from_zero,
 )
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -48,6 +51,9 @@ _NOT_SENT = (urllib3.exceptions.ConnectTimeoutError, urllib3.exceptions.NewConne
 # webhook's code, at least 400; controller-runtime v0.24 admission.Denied answers 403 Forbidden)
 # or RBAC (403).
 _REFUSED = frozenset({400, 403, 422})
+# How the API server words a validating webhook's denial (k8s.io/apiserver v0.36
+# pkg/admission/plugin/webhook/errors/statuserror.go ToStatusErr).
+_WEBHOOK_DENIAL = re.compile(r'admission webhook "([^"]+)" denied the request')
 # The value of the dryRun query parameter (k8s.io/apimachinery v0.36 meta/v1 types.go DryRunAll,
 # the only one ValidateDryRun accepts).
 DRY_RUN_ALL = "All"
@@ -91,11 +97,23 @@ class KubernetesWriter:
 
     ``timeout_seconds`` bounds each request (connect and read), so an API server that hangs
     cannot hold an action, or a shutdown waiting for it, past its grace period.
+
+    A Restore that scales up from zero and is denied by an admission webhook is tried again every
+    ``poll_seconds`` for up to ``from_zero_wait_seconds``: Kueue denies it while pods of the
+    scale-down still terminate (:func:`~actions.remedy.patches.pods_left_from_zero`), which a
+    Restore pressed right after Approve meets. ``sleep`` and ``monotonic`` are the clock it waits by.
     """
 
-    def __init__(self, api_client: kubernetes.client.ApiClient, timeout_seconds: float = 10):
+    def __init__(
+        self, api_client: kubernetes.client.ApiClient, timeout_seconds: float = 10, *,
+        from_zero_wait_seconds: float = 30.0, poll_seconds: float = 2.0,
+        sleep: Callable[[float], None] = time.sleep, monotonic: Callable[[], float] = time.monotonic,
+    ):
         self._client = api_client
         self._timeout = timeout_seconds
+        self._from_zero_wait = from_zero_wait_seconds
+        self._poll = poll_seconds
+        self._sleep, self._monotonic = sleep, monotonic
 
     # Built on first use: the client's generated API classes cost a second to import, and most
     # processes (a sweep that acts on nothing, `check`) never send a patch.
@@ -148,16 +166,30 @@ class KubernetesWriter:
                 return
 
     def restore(self, action: ProposedAction, undo: dict, now: datetime) -> None:
-        """See ``ClusterWriter.restore``. Raises ExecutorError when the object is gone or the
-        API refuses."""
+        """See ``ClusterWriter.restore``. A scale-up from zero an admission webhook denies is
+        read and sent again until ``from_zero_wait_seconds`` have passed (the class docstring).
+        Raises ExecutorError when the object is gone or the API refuses (after that wait, saying
+        how many pods of the scale-down were still there)."""
         check_target(action)
-        for attempt in range(_CONFLICT_ATTEMPTS):
+        give_up = self._monotonic() + self._from_zero_wait
+        conflicts = 0
+        while True:
             current = self._get(action.target, "restore")
             patch = plan_restore(action, undo, current)
-            if patch is None or self._patch(
-                action.target, patch, "restore", last=attempt == _CONFLICT_ATTEMPTS - 1
-            ):
-                return
+            try:
+                if patch is None or self._patch(action.target, patch, "restore", last=conflicts == _CONFLICT_ATTEMPTS - 1):
+                    return
+                conflicts += 1
+            except ExecutorError as e:
+                left = pods_left_from_zero(current)
+                if not e.webhook or left is None:
+                    raise
+                if self._monotonic() >= give_up:
+                    raise ExecutorError(
+                        f"{e} (denied for {self._from_zero_wait:g} s while {left} pod(s) of the scale-down were still "
+                        "there; press Restore again once they are gone)", action.target, e.status, webhook=e.webhook,
+                    ) from e
+                self._sleep(self._poll)
 
     def _endpoints(self, t: ObjectRef) -> tuple[Callable[[], Any], Callable[..., Any]]:
         """``(get, patch)``: ``patch(body, **options)`` passes ``options`` (``dry_run``) on."""
@@ -276,6 +308,8 @@ class KubernetesWriter:
             return ActionRefused(target, e.status, _api_message(e), str(status.get("reason") or ""))
         error = self._error(target, doing, e)
         error.uncertain = not dry_run and e.status in _MAY_HAVE_LANDED
+        if e.status in _REFUSED and (denied := _WEBHOOK_DENIAL.match(_api_message(e))):
+            error.webhook = denied.group(1)
         return error
 
     @staticmethod

@@ -6,11 +6,12 @@ snapshot or a finding can be stored, dumped and replayed through the same decisi
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from datetime import datetime
 from enum import Enum
-from typing import Any, Mapping
+from typing import Any
 
-from actions.model.findings import ActionVerb, Finding, GpuEvidence, GpuResize, Handling, ProposedAction
+from actions.model.findings import ActionVerb, AdviceLimits, Finding, GpuEvidence, GpuResize, Handling, ProposedAction
 from actions.model.kube import CapacityType, ObjectRef
 from actions.model.quote import PriceQuote
 from actions.model.telemetry import GpuTelemetry, TelemetrySnapshot
@@ -77,6 +78,7 @@ def action_from_jsonable(a: Mapping[str, Any]) -> ProposedAction:
             after=tuple((str(k), int(v)) for k, v in resize["after"]),
             container=resize.get("container"),
             node_selector=tuple((str(k), str(v)) for k, v in resize.get("node_selector") or ()),
+            limits=AdviceLimits(**resize["limits"]) if resize.get("limits") else None,
         ) if resize else None,
     )
 

@@ -79,6 +79,19 @@ class Handling:
 
 
 @dataclass(frozen=True)
+class AdviceLimits:
+    """What must stay true of a pod's GPUs for right-sizing advice to hold: over the re-check
+    window, ``fb_mib`` the most framebuffer any of its GPUs may hold (MiB: the advised MIG
+    profile's memory less the headroom), ``engine_pct`` the most engine activity (percent 0-100
+    of a whole GPU: the profile's compute share), ``busy_gpus`` the most GPUs busy at once (the
+    advice's ``busy_quantile``, a count: the GPUs advised). ``None``: not judged."""
+
+    fb_mib: float | None = None
+    engine_pct: float | None = None
+    busy_gpus: float | None = None
+
+
+@dataclass(frozen=True)
 class GpuResize:
     """A right-sizing change to one pod template container's GPU resources (``RESIZE_GPUS``).
 
@@ -89,12 +102,15 @@ class GpuResize:
     ``container`` names the container; ``None`` means the only one that requests ``before``.
     ``node_selector`` holds ``(label, value)`` pairs the change adds to the pod template's
     ``nodeSelector`` so the pod lands where ``after`` is offered (a MIG profile's node).
+    ``limits`` says what the advice relied on, re-checked right before acting (``None``: made
+    before the bot recorded them; only the GPU request is re-checked then).
     """
 
     before: tuple[tuple[str, int], ...]
     after: tuple[tuple[str, int], ...]
     container: str | None = None
     node_selector: tuple[tuple[str, str], ...] = ()
+    limits: AdviceLimits | None = None
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,9 @@ class AdvicePolicy(BaseModel):
     or under ``busy_engine_pct``) in more than ``reserved_idle_ratio`` (ratio 0-1) of the
     commitment window's hours are advice too. Advice saving less than
     ``min_saving_usd_per_month`` (USD) is left out. Every ``post_every_seconds`` the advice that
-    is new or changed since it was last posted goes to each team's channel.
+    is new or changed since it was last posted goes to each team's channel. Right before a change
+    is applied its evidence is read again over the time since the advice was made, at least the
+    last ``recheck_window_seconds`` (default 1 h) and at most ``window_seconds``.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -75,3 +77,4 @@ class AdvicePolicy(BaseModel):
     commitment_rates: dict[str, CommitmentRate] = Field(default_factory=dict)
     smaller_gpu_max_pct: float = Field(80.0, gt=0, le=100)
     reserved_idle_ratio: float = Field(0.2, gt=0, le=1)
+    recheck_window_seconds: float = Field(3600, ge=600)

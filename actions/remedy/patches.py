@@ -69,13 +69,14 @@ class ExecutorError(Exception):
 
     def __init__(
         self, message: str, target: ObjectRef | None = None, status: int = 0, *, uncertain: bool = False,
-        stale: bool = False,
+        stale: bool = False, webhook: str = "",
     ):
         super().__init__(message)
         self.target = target
         self.status = status
         self.uncertain = uncertain
         self.stale = stale
+        self.webhook = webhook  # the admission webhook that denied the request, by name ("": none did)
 
 
 class ActionRefused(ExecutorError):
@@ -144,6 +145,18 @@ def deletion_record(action: ProposedAction) -> dict:
 def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
     """``metadata.annotations`` of an object's JSON (empty when absent)."""
     return (obj.get("metadata") or {}).get("annotations") or {}
+
+
+def pods_left_from_zero(obj: Mapping[str, Any]) -> int | None:
+    """For a StatefulSet, Deployment or LeaderWorkerSet scaled to zero (``spec.replicas`` 0), how
+    many pods its controller still counts (``status.replicas``: pods of the scale-down still
+    terminating); None when it is not scaled to zero. Kueue's StatefulSet webhook refuses a
+    scale-up from zero while that count is above 0 ("scaling down is still in progress") and
+    while the Workload of the scale-down is still being deleted (kueue
+    pkg/controller/jobs/statefulset/statefulset_webhook.go ValidateUpdate)."""
+    if replicas_of(obj) != 0:
+        return None
+    return int(((obj.get("status") or {}).get("replicas")) or 0)
 
 
 def replicas_of(obj: Mapping[str, Any]) -> int:

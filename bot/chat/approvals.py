@@ -215,7 +215,7 @@ class Approvals:
         if fresh is not None and fresh.action is None and fresh.report_reason:
             self._settle(
                 request_id, "approved", "superseded", now, event="superseded",
-                detail={"reason": "refused by the gate", "why": fresh.report_reason},
+                detail={"reason": "refused at re-check", "why": fresh.report_reason},
                 note=f"Re-checked at {short_time(now)}: the bot may not act now: {fresh.report_reason}.",
             )
             return Outcome(False, f"Request #{request_id}: not acted on: {plain(fresh.report_reason)}.")

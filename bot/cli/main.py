@@ -166,7 +166,7 @@ def sweep(
 
         rt = build_runtime(s, cluster_state=cluster_state, telemetry_file=telemetry)
         keep_alive_to_exit()
-        run_jobs_forever(rt.store, scheduled_jobs(rt, s), s.leader_election, s.kubernetes)
+        run_jobs_forever(rt.store, scheduled_jobs(rt, s, verify=True), s.leader_election, s.kubernetes)
         return
     if as_json:
         found = detect_only(s, cluster_state, telemetry).detection(when)
@@ -180,7 +180,7 @@ def sweep(
         return
     rt = build_runtime(s, cluster_state=cluster_state, telemetry_file=telemetry, clock=lambda: when)
     keep_alive_to_exit()
-    outcome = sweep_for(rt).run(when)
+    outcome = sweep_for(rt, verify=True).run(when)
     keep_alive_to_exit()  # the process ends now: collecting the sweep's objects only slows its exit
     typer.echo(f"sweep at {format_time(when)}: " + ", ".join(f"{k} {v}" for k, v in outcome.counts.items()))
     _warn(outcome.warnings)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -43,14 +43,16 @@ class Sweep:
     """``detect(now)`` returns the idle findings at ``now`` and what the data lacked (raises when
     a source cannot be read); ``proposals`` reconciles the findings with the store and the
     channels (None: detect only); ``auto`` then acts on the requests of teams in mode auto whose
-    grace is over (None: nothing acts on its own); ``clock`` gives the time a scheduled sweep
-    runs at."""
+    grace is over (None: nothing acts on its own); ``verify`` then judges what done actions did
+    (:meth:`bot.chat.verify.Verifier.run`; None where the process's housekeeping does it);
+    ``clock`` gives the time a scheduled sweep runs at."""
 
     detect: Callable[[datetime], Detection]
     proposals: Proposals | None = None
     metrics: BotMetrics | None = None
     clock: Callable[[], datetime] = utc_now
     auto: AutoActions | None = None
+    verify: Callable[[datetime], Mapping[str, int]] | None = None
 
     def detection(self, now: datetime) -> Detection:
         """The idle findings at ``now`` and the data's warnings (each logged). Recorded as the
@@ -91,6 +93,14 @@ class Sweep:
             self.metrics.sweep_finished("ok")
             self.metrics.set_findings(findings, unreachable)
         self.proposals.refresh_metrics()
+        if self.verify is not None:
+            try:
+                verified = self.verify(now)
+            except Exception:  # noqa: BLE001 - what the sweep proposed stands; the next sweep judges again
+                log.exception("verifying done actions at %s failed", now.isoformat())
+            else:
+                if set(verified) - {"waiting"}:
+                    log.info("idle sweep at %s: verified %s", now.isoformat(), verified)
         return SweepOutcome(counts, found.warnings)
 
     def once(self) -> dict[str, int] | None:

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from actions.advice.request import RIGHT_SIZE
-from actions.advice.round import AdviceResult, AdviceSetup, gather_advice
+from actions.advice.round import AdviceResult, AdviceSetup, gather_advice, recheck_change
 from actions.cost.fleet import FleetReport, fleet_report
 from actions.cost.report import CostReport
 from actions.cost.reporting import CostSetup, build_fleet_report, build_report
 from actions.detect.clusters import in_cluster
 from actions.detect.detection import Detection
-from actions.detect.gate import pods_of, policy_for, refusals
+from actions.detect.gate import pods_of, policy_for, refusals, team_of
 from actions.kueue.queues import QueueReport, queue_report
 from actions.model.findings import Finding
 from actions.model.snapshot import ClusterSnapshot
@@ -185,26 +185,48 @@ class Runtime:
 
     def recheck(self, finding: Finding, key: str, cluster: str, now: datetime) -> Finding | None:
         """A request's ``finding`` (its ``key``) as a fresh read of ``cluster`` shows it right
-        before acting: an idle kind detected again (None: no longer found), a right-sizing as it
-        was (its executor plans the patch only while the GPU request is what the advice saw); and
-        without its action, the gate's sentences in ``report_reason``, when the one gate
-        (:meth:`gate`) refuses it now. Raises what the sources raise."""
-        fresh = finding if finding.kind == RIGHT_SIZE else {f.key: f for f in self.detect(now, cluster=cluster)}.get(key)
+        before acting: an idle kind detected again (None: no longer found); a right-sizing as it
+        was while its advice still holds over the re-check window (:meth:`advice_refusal`; its
+        executor then plans the patch only while the GPU request is what the advice saw); and
+        without its action, the sentences of the one gate (:meth:`gate`) or of the advice
+        re-check in ``report_reason``, when either refuses it now. Raises what the sources raise."""
+        if finding.kind == RIGHT_SIZE:
+            snapshot = self.snapshot_of(cluster, now)
+            refused = self.gate(finding, cluster, now, snapshot)
+            if not refused and (changed := self.advice_refusal(finding, cluster, snapshot, now)):
+                refused = (f"the advice no longer holds: {changed}",)
+            return dataclasses.replace(finding, action=None, report_reason="; ".join(refused)) if refused else finding
+        fresh = {f.key: f for f in self.detect(now, cluster=cluster)}.get(key)
         # Detection leaves out an opted-out consumer altogether: the gate says why, not "busy".
-        refused = self.gate(finding, cluster, now) if fresh is None or fresh is finding else ()
+        refused = self.gate(finding, cluster, now) if fresh is None else ()
         return dataclasses.replace(finding, action=None, report_reason="; ".join(refused)) if refused else fresh
 
-    def gate(self, finding: Finding, cluster: str, now: datetime) -> tuple[str, ...]:
+    def gate(self, finding: Finding, cluster: str, now: datetime, snapshot: ClusterSnapshot | None = None) -> tuple[str, ...]:
         """Why the one gate (:func:`actions.detect.gate.refusals`, mode ``report`` included)
-        refuses ``finding``'s action at ``now``, on a fresh read of ``cluster`` (a request's
-        ``cluster``): one sentence per guard, empty when it may go. Raises what the reader raises."""
+        refuses ``finding``'s action at ``now``, on ``snapshot`` or a fresh read of ``cluster`` (a
+        request's ``cluster``): one sentence per guard, empty when it may go. Raises what the
+        reader raises."""
         action = finding.action
         if action is None:
             return ()
-        snapshot = self.snapshot_of(cluster, now)
+        snapshot = snapshot or self.snapshot_of(cluster, now)
         book = PolicyBook(self.policy, self.teams, snapshot.namespace_annotations)
         pods = pods_of(action.target, finding.pods, snapshot)
-        return refusals(action, finding.consumer_kind, pods, snapshot, policy_for(book, finding), now)
+        return refusals(action, finding.consumer_kind, pods, snapshot, policy_for(book, finding), now,
+                        team=team_of(action, self.teams))
+
+    def advice_refusal(self, finding: Finding, cluster: str, snapshot: ClusterSnapshot, now: datetime) -> str | None:
+        """Why a right-sizing ``finding``'s advice no longer holds at ``now`` in ``cluster``
+        (:func:`actions.advice.round.recheck_change` over its target's pods in ``snapshot``), or
+        None when it does. Raises TelemetryError when the history cannot be read."""
+        resize = finding.action.resize if finding.action else None
+        if resize is None or resize.limits is None:
+            return None
+        setup = self.parts(cluster).advice if self.clusters else self.advice_setup
+        if setup is None:
+            return "no Prometheus for advice history is configured for its cluster now, so it cannot be re-checked"
+        pods = pods_of(finding.action.target, (), snapshot)
+        return recheck_change(setup.history, setup.policy, resize, pods, finding.detected_at, now)
 
     # --- which cluster ----------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from actions.sources.prometheus.kueue import KueueMetrics
 from actions.store.ledger import LedgerStore
 from bot.chat.auto import AutoActions
 from bot.chat.proposals import Proposals
+from bot.chat.verify import Verifier
 from bot.jobs import advice as advice_jobs
 from bot.jobs import alerts, ledger, prices, sweep
 from bot.runtime.runtime import Runtime
@@ -36,9 +37,12 @@ if TYPE_CHECKING:
     from bot.jobs.scheduler import BackgroundJobs, ScheduledJob
 
 
-def sweep_for(rt: Runtime) -> sweep.Sweep:
-    """The idle sweep over ``rt``: detection, then proposals in ``rt``'s store and chat."""
-    return sweep.Sweep(rt.detection, Proposals(rt), rt.metrics, rt.clock, AutoActions(rt))
+def sweep_for(rt: Runtime, *, verify: bool = False) -> sweep.Sweep:
+    """The idle sweep over ``rt``: detection, then proposals in ``rt``'s store and chat, and with
+    ``verify`` the outcomes of done actions judged after each sweep (for a process without
+    housekeeping: ``sweep``, ``sweep --once``)."""
+    return sweep.Sweep(rt.detection, Proposals(rt), rt.metrics, rt.clock, AutoActions(rt),
+                       verify=Verifier(rt).run if verify else None)
 
 
 def alerts_for(
@@ -90,16 +94,18 @@ def _every(seconds: float) -> IntervalTrigger:
     return IntervalTrigger(seconds=seconds, timezone=timezone.utc)
 
 
-def scheduled_jobs(rt: Runtime, settings: Settings) -> list[ScheduledJob]:
-    """Every scheduled job this bot runs, in one place: the idle sweep, the alerts, the digests
-    (a frequent check; each team's digest fires at its own local time), new advice (every
+def scheduled_jobs(rt: Runtime, settings: Settings, *, verify: bool = False) -> list[ScheduledJob]:
+    """Every scheduled job this bot runs, in one place: the idle sweep (judging done actions'
+    outcomes too with ``verify``: :func:`sweep_for`), the alerts, the digests (a frequent
+    check; each team's digest fires at its own local time), new advice (every
     ``advice.post_every_seconds``), when ``ledger.enabled`` the usage ledger's rollup, and, when
     ``prices.aws.enabled``, the live-price refresh."""
     from bot.jobs import digests
     from bot.jobs.scheduler import ScheduledJob
 
     jobs = [
-        ScheduledJob(sweep.JOB_ID, _every(settings.sweep.interval_seconds), sweep_for(rt).scheduled, first_run_at_start=True),
+        ScheduledJob(sweep.JOB_ID, _every(settings.sweep.interval_seconds), sweep_for(rt, verify=verify).scheduled,
+                     first_run_at_start=True),
         ScheduledJob(alerts.JOB_ID, _every(settings.alerts.interval_seconds), alerts_for(
             rt, settings, kueue=kueue_by_cluster(settings) if rt.clusters else kueue_metrics(settings)).scheduled),
         ScheduledJob(digests.JOB_ID, _every(digests.DIGEST_CHECK_SECONDS), digests_for(rt, settings).scheduled),

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import SimpleNamespace
@@ -366,6 +367,10 @@ def _mig_advice(at: datetime) -> tuple:
         busy_gpus=1, target=NOTEBOOK, landing=h100_cluster(),
     )
     [rec] = [r for r in advise_consumer(usage, PriceBook(PriceCatalog.bundled()), AdvicePolicy()) if r.kind == "mig"]
+    # Recorded without the limits the advice re-check reads (as by a version before it): the real
+    # history behind the endpoint (21 GiB, cell bursts at 100%) would rightly refuse the slice, and
+    # this test is about where Approve acts (the re-check: tests/bot/chat/test_advice_recheck.py).
+    rec = replace(rec, resize=replace(rec.resize, limits=None))
     one = AdviceResult(at, (rec,), (), (), 0.0)
     return fleet_advice([("east", one), ("west", one)], at).recommendations
 

@@ -17,15 +17,18 @@ from tests.support.kubeconfig import write_kubeconfig
 runner = CliRunner()
 
 
+TEAM_NAMESPACES = ("ml-research", "sandbox", "serving", "training", "vision")
 # When the scenario's sweep runs, as the CLI's --at takes it.
 SWEEP_AT = format_time(shapes.SWEEP_AT)
 
 
 def write_config(folder: Path, prometheus: str, kube: FakeKubeApi | None = None) -> Path:
-    """A config naming the Prometheus, the fake API server (when given) and the test prices; no
-    teams, so each namespace is its own team."""
+    """A config naming the Prometheus, the fake API server (when given) and the test prices; one
+    team per namespace of a GPU pod, named as its namespace (as an unconfigured namespace's team
+    is), with an approver, so the gate offers their actions."""
     prices = shapes.PRICES.model_dump(exclude_none=True, exclude={"aws"})
-    cfg: dict = {"prometheus": {"url": prometheus}, "prices": prices}
+    teams = [{"name": ns, "namespaces": [ns], "approvers": ["U0LEAD"]} for ns in TEAM_NAMESPACES]
+    cfg: dict = {"prometheus": {"url": prometheus}, "prices": prices, "teams": teams}
     if kube is not None:
         cfg["kubernetes"] = {"kubeconfig": str(write_kubeconfig(folder / "kubeconfig", kube.url))}
     path = folder / "bot.yaml"

@@ -11,6 +11,7 @@ from datetime import datetime
 
 from actions.detect.idle import detect_idle
 from actions.executors.in_memory import InMemoryCluster
+from actions.executors.kubernetes import KubernetesWriter
 from actions.model.snapshot import ClusterSnapshot
 from actions.model.telemetry import TelemetrySnapshot
 from actions.model.times import utc_now
@@ -19,6 +20,7 @@ from actions.policy.teams import Team, TeamDirectory
 from actions.pricing.book import PriceBook
 from actions.pricing.catalog import PriceCatalog
 from actions.sources.kube.dump import snapshot_from_kubectl_dump
+from actions.sources.kube.reader import KubernetesSource
 from actions.sources.recording import RecordedTelemetry
 from actions.store.database import Store
 from bot.chat.proposals import Proposals
@@ -28,14 +30,18 @@ from bot.settings import Settings
 from bot.wiring.runtime import build_runtime
 from tests.support.clock import T0, Clock
 from tests.support.paths import DEMO
+from tests.support.resize_history import advice_setup
 
 APPROVER, OTHER = "U0APPROVER", "U0OTHER"
 CHANNEL = "C0RESEARCH"
+SERVING_CHANNEL = "C0SERVING"
 
 
-def make_runtime(database_url, slack, *, dry_run=False, telemetry=None, approvers=(APPROVER,)) -> Runtime:
+def make_runtime(database_url, slack, *, dry_run=False, telemetry=None, approvers=(APPROVER,),
+                 history: str | None = None) -> Runtime:
     """The demo world on a migrated store at ``database_url`` with Slack at ``slack`` (a
-    FakeSlack); ``approvers`` are research's Slack user ids."""
+    FakeSlack); ``approvers`` are research's Slack user ids; ``history`` the URL of a Prometheus
+    that right-sizing advice is re-checked from (none: no advice history)."""
     store = Store(database_url)
     store.migrate()
     client = web_client("xoxb-test", slack.base_url)
@@ -53,6 +59,27 @@ def make_runtime(database_url, slack, *, dry_run=False, telemetry=None, approver
         dry_run=dry_run,
         clock=Clock(),
         group_members=UserGroups(client).members,
+        advice_setup=advice_setup(history) if history else None,
+    )
+
+
+def wire_runtime(database_url, slack, kube, *, history: str | None = None) -> Runtime:
+    """The demo world on the wire: the real kubernetes client reading and writing through
+    ``kube`` (a FakeKubeApi), the demo's recorded telemetry, teams research (ml-research, posting
+    to :data:`CHANNEL`) and serving (serving, :data:`SERVING_CHANNEL`), both approved by
+    :data:`APPROVER`; ``history`` the URL of a Prometheus that right-sizing advice is re-checked
+    from before an Approve changes anything (none: no advice history)."""
+    store = Store(database_url)
+    store.migrate()
+    teams = TeamDirectory([
+        Team(name="research", namespaces=["ml-research"], channel=CHANNEL, approvers=[APPROVER]),
+        Team(name="serving", namespaces=["serving"], channel=SERVING_CHANNEL, approvers=[APPROVER]),
+    ])
+    return Runtime(
+        store=store, chat=SlackChat(web_client("xoxb-test", slack.base_url)), cluster=KubernetesSource(kube.api_client()),
+        telemetry=RecordedTelemetry.from_file(DEMO / "telemetry.json"), writer=KubernetesWriter(kube.api_client()),
+        prices=PriceBook(PriceCatalog.bundled()), teams=teams, policy=Policy(), dry_run=False, clock=Clock(),
+        advice_setup=advice_setup(history) if history else None,
     )
 
 

@@ -47,7 +47,8 @@ def one_gpu_statefulset(labels: dict) -> dict:
     return {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
-        "metadata": {"name": "vector-db", "namespace": "serving", "generation": 2, "labels": labels},
+        "metadata": {"name": "vector-db", "namespace": "serving", "uid": "sts-vector-db", "generation": 2,
+                     "labels": labels},
         "spec": {
             "replicas": 1,
             "serviceName": "vector-db",
@@ -63,16 +64,55 @@ def one_gpu_statefulset(labels: dict) -> dict:
     }
 
 
-def touches_the_pod_template(patch) -> bool:
+def vector_db_pod() -> dict:
+    """vector-db-0, the StatefulSet's running pod on gpu-od-1 holding its one whole GPU, as the
+    StatefulSet controller names and owns it (``<set>-<ordinal>``, a controller ownerReference)."""
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "vector-db-0", "namespace": "serving", "uid": "pod-vector-db-0",
+                     "creationTimestamp": "2026-11-13T12:00:00Z", "labels": {"app": "vector-db"},
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "vector-db",
+                                          "uid": "sts-vector-db", "controller": True}]},
+        "spec": {"nodeName": "gpu-od-1", "containers": [{
+            "name": "db", "image": "vector-db:2",
+            "resources": {"limits": {"nvidia.com/gpu": "1"}, "requests": {"cpu": "4", "nvidia.com/gpu": "1"}}}]},
+        "status": {"phase": "Running", "startTime": "2026-11-13T12:00:00Z"},
+    }
+
+
+def add_vector_db(fake: FakeKubeApi, labels: dict) -> None:
+    """The StatefulSet (:func:`one_gpu_statefulset`, ``labels``) and its running pod."""
+    fake.add(one_gpu_statefulset(labels))
+    fake.add(vector_db_pod())
+
+
+def touches_the_pod_template(patch, old=None) -> bool:
     """What Kueue's webhook refuses in these tests: a patch of the pod template (a resize); a
     scale to zero, which it allows, leaves the template alone."""
     return "template" in ((patch or {}).get("spec") or {})
 
 
+# The same ValidateUpdate allows only a scale to zero and a scale up from zero, and the latter
+# only once the scale-down is over: while status.replicas > 0 it adds field.Forbidden(spec.replicas,
+# "scaling down is still in progress"), printed "<path>: Forbidden: <detail>" (k8s.io/apimachinery
+# pkg/util/validation/field/errors.go); an aggregate of one error prints that error alone.
+KUEUE_STILL_SCALING_DOWN = "spec.replicas: Forbidden: scaling down is still in progress"
+
+
+def still_scaling_down(patch, old) -> bool:
+    """Whether Kueue's webhook denies ``patch`` as a scale-up from zero while pods of the
+    scale-down still count in ``old``'s ``status.replicas``."""
+    wanted = ((patch or {}).get("spec") or {}).get("replicas")
+    spec, status = (old or {}).get("spec") or {}, (old or {}).get("status") or {}
+    return bool(wanted) and spec.get("replicas") == 0 and int(status.get("replicas") or 0) > 0
+
+
 def kueue_managed(fake: FakeKubeApi) -> None:
-    fake.add(one_gpu_statefulset({"app": "vector-db", QUEUE_LABEL: "team-a"}))
+    add_vector_db(fake, {"app": "vector-db", QUEUE_LABEL: "team-a"})
     fake.deny("StatefulSet", "serving", "vector-db", webhook=KUEUE_STS_WEBHOOK, message=KUEUE_DENIAL,
               when=touches_the_pod_template)
+    fake.deny("StatefulSet", "serving", "vector-db", webhook=KUEUE_STS_WEBHOOK, message=KUEUE_STILL_SCALING_DOWN,
+              when=still_scaling_down)
 
 
 def vector_db_mig_advice() -> Recommendation:

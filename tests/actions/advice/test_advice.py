@@ -30,11 +30,12 @@ pytestmark = pytest.mark.prometheus
 COMMITTED = CommitmentRate(usd_per_gpu_hour=4.128, term="1 year, no upfront",
                            source="test figure: 40% under p5.48xlarge on-demand", as_of="2026-11-23")
 POLICY = AdvicePolicy(commitment_rates={"H100": COMMITTED})
+LEAD = "U0LEAD"  # each team's approver: a change nobody could approve is advice only
 TEAMS = TeamDirectory([
-    Team(name="research", namespaces=["research"]),
-    Team(name="serving", namespaces=["serving"]),
-    Team(name="steady", namespaces=["steady"]),
-    Team(name="swing", namespaces=["swing"]),
+    Team(name="research", namespaces=["research"], approvers=[LEAD]),
+    Team(name="serving", namespaces=["serving"], approvers=[LEAD]),
+    Team(name="steady", namespaces=["steady"], approvers=[LEAD]),
+    Team(name="swing", namespaces=["swing"], approvers=[LEAD]),
 ])
 
 

@@ -14,13 +14,14 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from actions.advice.round import AdviceResult, gather_advice
+from actions.advice.round import AdviceResult, gather_advice, recheck_change
 from actions.executors.kubernetes import KubernetesWriter
-from actions.model.findings import GpuResize
+from actions.model.findings import AdviceLimits, GpuResize
 from actions.policy.advice import AdvicePolicy
 from actions.policy.rules import Policy
 from actions.policy.teams import Team, TeamDirectory
@@ -90,12 +91,16 @@ def cluster() -> bytes:
 
 
 @pytest.fixture(scope="module")
-def result(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AdviceResult]:
+def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AdviceHistorySource]:
     with running_prometheus(openmetrics(fleet()), tmp_path_factory.mktemp("advice-containers")) as url:
-        snapshot = snapshot_from_kubectl_dump(cluster(), ADVISE_AT)
-        yield gather_advice(snapshot, AdviceHistorySource(PrometheusApi(url)), PriceBook(PriceCatalog.bundled()),
-                            Policy(), AdvicePolicy(), TeamDirectory([Team(name="vision", namespaces=["vision"])]),
-                            ADVISE_AT)
+        yield AdviceHistorySource(PrometheusApi(url))
+
+
+@pytest.fixture(scope="module")
+def result(history) -> AdviceResult:
+    snapshot = snapshot_from_kubectl_dump(cluster(), ADVISE_AT)
+    teams = TeamDirectory([Team(name="vision", namespaces=["vision"], approvers=["U0LEAD"])])
+    return gather_advice(snapshot, history, PriceBook(PriceCatalog.bundled()), Policy(), AdvicePolicy(), teams, ADVISE_AT)
 
 
 def test_each_container_keeps_what_it_used_at_once_and_the_apply_names_the_one_it_changes(result):
@@ -109,7 +114,18 @@ def test_each_container_keeps_what_it_used_at_once_and_the_apply_names_the_one_i
     # By hand: 5 GPUs x 730 h x $6.88 = $25,112.00; 2 of 5 of it $10,044.80; saved $15,067.20.
     assert (r.current_usd_per_month, r.advised_usd_per_month, r.saving_usd_per_month) == (25112.00, 10044.80, 15067.20)
     assert r.action.resize == GpuResize(before=(("nvidia.com/gpu", 4),), after=(("nvidia.com/gpu", 1),),
-                                        container="trainer")
+                                        container="trainer", limits=AdviceLimits(busy_gpus=1))
+
+
+def test_the_re_check_before_acting_reads_the_containers_own_gpus(result, history):
+    [r] = result.recommendations
+    pods = snapshot_from_kubectl_dump(cluster(), ADVISE_AT).pods
+    # The last hour: trainer keeps one GPU busy (indexer's busy one is not its own).
+    assert recheck_change(history, AdvicePolicy(), r.action.resize, pods, ADVISE_AT - timedelta(hours=1), ADVISE_AT) is None
+    # Advice that trainer needs none of its GPUs busy would not hold: its one busy GPU is read.
+    none_busy = replace(r.action.resize, limits=AdviceLimits(busy_gpus=0))
+    why = recheck_change(history, AdvicePolicy(), none_busy, pods, ADVISE_AT - timedelta(hours=1), ADVISE_AT)
+    assert why == "1 GPU busy at once in the last 1h 0m, more than the 0 advised"
 
 
 def test_the_apply_changes_only_the_named_container_and_restore_puts_it_back(result):

@@ -32,13 +32,14 @@ USAGE = ConsumerUsage(
 )
 
 
-def gated(team_policy: dict, pod_annotations: dict | None = None):
+def gated(team_policy: dict, pod_annotations: dict | None = None, approvers: tuple[str, ...] = ("U0APPROVER",)):
     items = json.loads(DEMO_CLUSTER.read_bytes())["items"]
     for o in items:
         if o["kind"] == "Pod" and o["metadata"]["name"] == "llm-explore-0" and pod_annotations:
             o["metadata"].setdefault("annotations", {}).update(pod_annotations)
     snapshot = snapshot_from_kubectl_dump(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}).encode(), T0)
-    teams = TeamDirectory([Team(name="research", namespaces=["ml-research"], policy=team_policy)])
+    teams = TeamDirectory([Team(name="research", namespaces=["ml-research"], policy=team_policy,
+                                  approvers=list(approvers))])
     recs = [r for r in advise_consumer(USAGE, PriceBook(PriceCatalog.bundled()), AdvicePolicy()) if r.kind == "mig"]
     assert recs[0].action is not None
     [r] = gate_changes(recs, [USAGE], snapshot, PolicyBook(Policy(), teams, snapshot.namespace_annotations), T0)
@@ -58,3 +59,9 @@ def test_a_change_the_gate_refuses_is_advice_only_and_says_why(team_policy, pods
     r = gated(team_policy, pods)
     assert r.action is None and says in r.notes[-1] and r.notes[-1].startswith("Not offered as a change: ")
     assert r.kind == "mig" and "1g.10gb" in r.summary  # the advice itself stands
+
+
+def test_a_change_nobody_could_approve_is_advice_only():
+    r = gated({}, approvers=())
+    assert r.action is None
+    assert "team research has no approvers" in r.notes[-1] and "teams[].approvers" in r.notes[-1]

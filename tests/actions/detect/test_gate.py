@@ -20,11 +20,12 @@ from actions.model.findings import ActionVerb, GpuResize, ProposedAction
 from actions.model.kube import ObjectRef
 from actions.model.times import format_time
 from actions.policy.rules import Policy
-from actions.policy.teams import TeamDirectory
+from actions.policy.teams import Team, TeamDirectory
 from actions.sources.kube.dump import snapshot_from_kubectl_dump
 from tests.support import workload_shapes as shapes
 
 NOW = shapes.NOW  # six hours after the pods started
+TEAM = Team(name="vision", namespaces=[shapes.NS], approvers=["U0LEAD"])
 LATER, EARLIER = format_time(NOW + timedelta(days=1)), format_time(NOW - timedelta(hours=1))
 KINDS = {
     "deactivate-workload (Job)": shapes.batch_job,
@@ -38,9 +39,11 @@ KINDS = {
 }
 
 
-def answer(build, *, policy: Policy | None = None, pod=None, owner=None, namespace=None, resize: bool = False):
+def answer(build, *, policy: Policy | None = None, pod=None, owner=None, namespace=None, resize: bool = False,
+           team: Team = TEAM):
     """The gate's sentences for the one consumer ``build`` makes, after ``pod`` / ``owner`` /
-    ``namespace`` annotations are added (the owner: the pod's controller's top object)."""
+    ``namespace`` annotations are added (the owner: the pod's controller's top object), for an
+    action of ``team``."""
     objects, gpu_pods = build()
     for o in objects:
         meta = o["metadata"]
@@ -57,7 +60,7 @@ def answer(build, *, policy: Policy | None = None, pod=None, owner=None, namespa
         top = OwnerIndex(snapshot).chain(pods[0])[-1]
         action = ProposedAction(ActionVerb.RESIZE_GPUS, ObjectRef(top.ref.api_version, top.kind, shapes.NS, top.name),
                                 "resize", GpuResize(before=(("nvidia.com/gpu", 1),), after=(("nvidia.com/mig-1g.10gb", 1),)))
-    return refusals(action, consumer.consumer_kind, pods, snapshot, policy, NOW)
+    return refusals(action, consumer.consumer_kind, pods, snapshot, policy, NOW, team=team)
 
 
 @pytest.mark.parametrize("build", KINDS.values(), ids=KINDS.keys())
@@ -73,6 +76,8 @@ GUARDS = [
     ("opt-out on the namespace", {"namespace": {"gpu-cost-bot/exclude-until": LATER}}, f"namespace {shapes.NS} is annotated"),
     ("do-not-disrupt true", {"pod": {"karpenter.sh/do-not-disrupt": "true"}}, "karpenter.sh/do-not-disrupt"),
     ("do-not-disrupt for 12h after start", {"pod": {"karpenter.sh/do-not-disrupt": "12h"}}, "karpenter.sh/do-not-disrupt"),
+    ("approvers", {"team": Team(name="vision", namespaces=[shapes.NS])},
+     "team vision has no approvers, so nobody could approve it (add them under teams[].approvers of team vision)"),
 ]
 
 
@@ -101,6 +106,7 @@ def test_what_has_run_out_forbids_nothing(build):
     ("act_on", {"policy": Policy(act_on=["Workload"])}),
     ("opt-out", {"pod": {"gpu-cost-bot/exclude-until": LATER}}),
     ("do-not-disrupt", {"pod": {"karpenter.sh/do-not-disrupt": "true"}}),
+    ("approvers", {"team": Team(name="vision", namespaces=[shapes.NS])}),
 ])
 def test_a_resize_passes_the_same_gate(build, guard, kwargs):
     # The three bypasses issue 21 found: report mode, act_on and exclude-until (and do-not-disrupt).
@@ -110,7 +116,8 @@ def test_a_resize_passes_the_same_gate(build, guard, kwargs):
 
 # --- a NodeClaim delete -------------------------------------------------------------------------
 
-def node_world(*, node_annotations=None, pod_annotations=None, budgets=None, pod_started=shapes.STARTED):
+def node_world(*, node_annotations=None, pod_annotations=None, budgets=None, pod_started=shapes.STARTED,
+               admin_approvers=("U0ADMIN",)):
     """An empty Karpenter GPU node of NodePool gpu (NodeClaim gpu-x7k2p), a CPU pod bound to it
     when ``pod_annotations`` is given, the NodePool with ``budgets``."""
     node = shapes.node()
@@ -128,7 +135,13 @@ def node_world(*, node_annotations=None, pod_annotations=None, budgets=None, pod
         items.append(pod)
     snapshot = snapshot_from_kubectl_dump(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}).encode(), NOW)
     action = ProposedAction(ActionVerb.DELETE_NODECLAIM, ObjectRef("karpenter.sh/v1", "NodeClaim", "", "gpu-x7k2p"), "delete")
-    return refusals(action, "Node", [], snapshot, Policy(), NOW)
+    admins = TeamDirectory([], admin_approvers=list(admin_approvers)).admin
+    return refusals(action, "Node", [], snapshot, Policy(), NOW, team=admins)
+
+
+def test_a_nodeclaim_delete_nobody_could_approve_is_refused():
+    assert node_world(admin_approvers=()) == (
+        "team cluster-admins has no approvers, so nobody could approve it (add them under slack.admin_approvers)",)
 
 
 def test_a_nodeclaim_delete_passes_on_a_plain_node():

@@ -53,6 +53,7 @@ from bot.chat.approvals import Approvals
 from bot.chat.blocks import proposals as blocks
 from bot.chat.proposals import Proposals
 from bot.chat.slack.web import SlackChat, web_client
+from bot.chat.verify import Verifier
 from bot.runtime.runtime import Runtime
 from tests.support import gpu_shapes as shapes
 from tests.support.accounting import SWEEP_AT, cents, cli
@@ -185,3 +186,32 @@ def test_an_empty_karpenter_nodes_nodeclaim_is_deleted_on_approval(admin_runtime
     refused = Approvals(rt).restore(req.id, APPROVER)
     assert not refused.ok and "there is nothing to restore" in refused.message
     assert [r for r in kube.changes()] == [r for r in kube.changes() if r.method == "DELETE"]
+
+
+def test_a_nodeclaim_delete_is_verified_once_karpenter_removed_its_node(admin_runtime):
+    rt, kube, slack = admin_runtime
+    Proposals(rt).reconcile(rt.detect(rt.clock()), rt.clock())
+    req = rt.store.open_for_key(f"{KIND}/h100-empty")
+    assert Approvals(rt).approve(req.id, APPROVER).ok
+    verifier = Verifier(rt)
+    # The fake runs no Karpenter: the NodeClaim is gone, its node is still there.
+    rt.clock.now += timedelta(seconds=60)
+    assert verifier.run(rt.clock.now) == {"waiting": 1}
+    kube.delete("Node", "", "h100-empty")  # Karpenter drained and terminated it
+    rt.clock.now += timedelta(seconds=60)
+    assert verifier.run(rt.clock.now) == {"verified": 1}
+    done = rt.store.get(req.id)
+    assert done.state == "done" and done.note.endswith("Verified: node gone.")
+    assert "Verified: node gone." in json.dumps(slack.messages(ADMINS)[done.message_ts]["blocks"])
+
+
+def test_a_nodeclaim_delete_whose_node_stays_is_reported_after_the_window(admin_runtime):
+    rt, kube, slack = admin_runtime
+    Proposals(rt).reconcile(rt.detect(rt.clock()), rt.clock())
+    req = rt.store.open_for_key(f"{KIND}/h100-empty")
+    assert Approvals(rt).approve(req.id, APPROVER).ok
+    rt.clock.now += timedelta(seconds=601)
+    assert Verifier(rt).run(rt.clock.now) == {"verify-failed": 1}
+    done = rt.store.get(req.id)
+    assert done.state == "done"  # nothing to undo: the NodeClaim is gone whatever happens to the node
+    assert done.note.startswith("Not verified: node h100-empty still there within 600 s after delete NodeClaim")

@@ -26,6 +26,7 @@ from actions.remedy.patches import (
 from tests.support.fakes.kube_api import FakeKubeApi
 from tests.support.kueue_webhook import (
     KUEUE_DENIAL,
+    KUEUE_STILL_SCALING_DOWN,
     KUEUE_STS_WEBHOOK,
     MIG_NODE,
     TO_MIG,
@@ -589,3 +590,74 @@ def test_in_memory_and_live_writers_send_the_same_patch(fake, writer):
     cluster.apply(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), NOW)
     live = fake.get("Notebook", "ml-research", "llm-explore")["metadata"]["annotations"]
     assert cluster.get("Notebook", "ml-research", "llm-explore")["metadata"]["annotations"] == live
+
+
+# --- Restore from zero while Kueue still counts the scale-down's pods --------------------------------
+
+
+def terminating(fake: FakeKubeApi, pods: int) -> None:
+    """The StatefulSet controller's count of vector-db's pods (status.replicas) while the pods of
+    the scale to zero terminate, then once they are gone."""
+    obj = fake.get("StatefulSet", "serving", "vector-db")
+    obj["status"] = {"replicas": pods, "readyReplicas": 0}
+    fake.add(obj)
+
+
+class WaitingClock:
+    """The writer's sleep and monotonic clock: each sleep moves the clock and calls ``on_sleep``."""
+
+    def __init__(self, on_sleep=lambda: None):
+        self.now, self.slept, self.on_sleep = 0.0, [], on_sleep
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+        self.on_sleep()
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def scaled_down_under_kueue(fake: FakeKubeApi, clock: WaitingClock) -> tuple[KubernetesWriter, ProposedAction, dict]:
+    kueue_managed(fake)
+    writer = KubernetesWriter(fake.api_client(), from_zero_wait_seconds=10, poll_seconds=2,
+                              sleep=clock.sleep, monotonic=clock.monotonic)
+    stop = action(ActionVerb.SCALE_TO_ZERO, SERVING_STS)
+    undo = writer.apply(stop, NOW)
+    terminating(fake, 1)  # Restore pressed right after Approve: the pod still terminates
+    fake.clear_requests()
+    return writer, stop, undo
+
+
+def test_a_restore_kueue_denies_while_pods_terminate_is_sent_again_once_they_are_gone(fake):
+    clock = WaitingClock(on_sleep=lambda: terminating(fake, 0))
+    writer, stop, undo = scaled_down_under_kueue(fake, clock)
+    writer.restore(stop, undo, LATER)
+    assert [r.method for r in patches(fake)] == ["PATCH", "PATCH"]  # denied, then accepted
+    assert clock.slept == [2]
+    assert fake.get("StatefulSet", "serving", "vector-db")["spec"]["replicas"] == 1
+
+
+def test_a_restore_denied_for_the_whole_wait_says_what_kueue_said_and_what_to_do(fake):
+    clock = WaitingClock()  # the pod never goes
+    writer, stop, undo = scaled_down_under_kueue(fake, clock)
+    with pytest.raises(ExecutorError) as info:
+        writer.restore(stop, undo, LATER)
+    assert info.value.webhook == KUEUE_STS_WEBHOOK and info.value.status == 403
+    assert KUEUE_STILL_SCALING_DOWN in str(info.value)
+    assert "denied for 10 s while 1 pod(s) of the scale-down were still there; press Restore again" in str(info.value)
+    assert len(patches(fake)) == 6 and sum(clock.slept) == 10  # at 0, 2, ... 10 s
+    assert fake.get("StatefulSet", "serving", "vector-db")["spec"]["replicas"] == 0
+
+
+def test_a_restore_refused_by_rbac_is_not_waited_on(fake):
+    clock = WaitingClock()
+    writer, stop, undo = scaled_down_under_kueue(fake, clock)
+    # RBAC's own words (k8s.io/apiserver pkg/endpoints/handlers/responsewriters errors.go forbiddenMessage).
+    fake.fail("PATCH", "/apis/apps/v1/namespaces/serving/statefulsets/vector-db", 403, "Forbidden",
+              'statefulsets.apps "vector-db" is forbidden: User "system:serviceaccount:gpu-cost-bot:gpu-cost-bot" '
+              'cannot patch resource "statefulsets" in API group "apps" in the namespace "serving"')
+    with pytest.raises(ExecutorError) as info:
+        writer.restore(stop, undo, LATER)
+    assert info.value.webhook == "" and "cannot patch resource" in str(info.value)
+    assert clock.slept == [] and len(patches(fake)) == 1

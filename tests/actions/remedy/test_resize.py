@@ -21,7 +21,7 @@ from actions.advice.recommend import advise_consumer
 from actions.advice.round import AdviceResult
 from actions.executors.kubernetes import KubernetesWriter
 from actions.model.codec import action_from_jsonable, to_jsonable
-from actions.model.findings import ActionVerb, GpuResize, ProposedAction
+from actions.model.findings import ActionVerb, AdviceLimits, GpuResize, ProposedAction
 from actions.model.kube import CapacityType, ObjectRef
 from actions.policy.advice import AdvicePolicy
 from actions.pricing.book import PriceBook
@@ -217,13 +217,17 @@ def usage(**changes) -> ConsumerUsage:
 # model, "MIG", migProfile), productLabel joins the parts with "-" after replacing spaces). The
 # product's value does not change with the count, so it is what a nodeSelector can name exactly.
 MIG_NODE = ("nvidia.com/mig-1g.10gb.product", "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb")
+# What the 1g.10gb advice relies on, re-checked before acting: the slice's 10 GB (9,536.7 MiB) less
+# the 10% headroom, one of its seven compute slices, one GPU busy at once.
+SLICE_LIMITS = AdviceLimits(fb_mib=10e9 / 2**20 / 1.1, engine_pct=100 * (1 / 7), busy_gpus=1)
 
 
 def test_mig_advice_on_a_notebook_carries_the_action_that_applies_it(fake, writer):
     [r] = [r for r in advise_consumer(usage(), BUNDLED, AdvicePolicy()) if r.kind == "mig"]
     assert r.action == ProposedAction(
         ActionVerb.RESIZE_GPUS, NOTEBOOK, r.summary,
-        GpuResize(before=(("nvidia.com/gpu", 1),), after=(("nvidia.com/mig-1g.10gb", 1),), node_selector=(MIG_NODE,)),
+        GpuResize(before=(("nvidia.com/gpu", 1),), after=(("nvidia.com/mig-1g.10gb", 1),), node_selector=(MIG_NODE,),
+                  limits=SLICE_LIMITS),
     )
     assert "nodeSelector `nvidia.com/mig-1g.10gb.product: NVIDIA-H100-80GB-HBM3-MIG-1g.10gb`" in r.change
     before = copy.deepcopy(fake.get("Notebook", "ml-research", "llm-explore"))
@@ -282,7 +286,8 @@ def test_fewer_gpus_advice_on_a_one_pod_deployment_is_applicable_and_on_replicas
     one_pod = usage(consumer_kind="Deployment", name="finetune-server", role="serving", pods=("finetune-server-7c9-x",),
                     whole_gpus=4, gpus=4.0, peak_fb_mib=70000, peak_engine_pct=99, busy_gpus=2, target=TRAIN)
     [r] = [r for r in advise_consumer(one_pod, BUNDLED, AdvicePolicy()) if r.kind == "fewer-gpus"]
-    assert r.action.resize == GpuResize(before=(("nvidia.com/gpu", 4),), after=(("nvidia.com/gpu", 2),))
+    assert r.action.resize == GpuResize(before=(("nvidia.com/gpu", 4),), after=(("nvidia.com/gpu", 2),),
+                                        limits=AdviceLimits(busy_gpus=2))
     spread = usage(consumer_kind="Deployment", name="finetune-server", role="serving", pods=("a", "b"),
                    whole_gpus=4, gpus=4.0, peak_fb_mib=70000, peak_engine_pct=99, busy_gpus=2, target=TRAIN)
     [r] = [r for r in advise_consumer(spread, BUNDLED, AdvicePolicy()) if r.kind == "fewer-gpus"]
@@ -307,8 +312,9 @@ def slack():
         yield server
 
 
-def test_mig_advice_becomes_a_request_that_an_approver_applies_and_restores(database_url, slack):
-    rt = make_runtime(database_url, slack)
+@pytest.mark.prometheus
+def test_mig_advice_becomes_a_request_that_an_approver_applies_and_restores(database_url, slack, resize_prometheus):
+    rt = make_runtime(database_url, slack, history=resize_prometheus)
     [rec] = [r for r in advise_consumer(usage(), BUNDLED, AdvicePolicy()) if r.kind == "mig"]
     [request_id] = Proposals(rt).propose_advice([rec], rt.clock(), WEEK)
     assert Proposals(rt).propose_advice([rec], rt.clock(), WEEK) == []  # one open request per advice
@@ -353,8 +359,9 @@ def test_a_sweep_leaves_a_right_sizing_request_open(database_url, slack):
     assert Proposals(rt).propose_advice([rec], rt.clock(), WEEK) != []
 
 
-def test_approve_of_advice_made_from_another_gpu_request_changes_nothing(database_url, slack):
-    rt = make_runtime(database_url, slack)
+@pytest.mark.prometheus
+def test_approve_of_advice_made_from_another_gpu_request_changes_nothing(database_url, slack, resize_prometheus):
+    rt = make_runtime(database_url, slack, history=resize_prometheus)
     # Advice made when the Notebook held 4 GPUs (2 to spare); it holds 1 now.
     four = usage(whole_gpus=4, gpus=4.0, peak_fb_mib=70000, peak_engine_pct=99, busy_gpus=2)
     [rec] = [r for r in advise_consumer(four, BUNDLED, AdvicePolicy()) if r.kind == "fewer-gpus"]
@@ -490,7 +497,7 @@ def test_mig_under_the_single_strategy_keeps_one_gpu_and_pins_the_product_then_r
     [r] = [r for r in advise_consumer(single, BUNDLED, AdvicePolicy()) if r.kind == "mig"]
     product = ("nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb")
     assert r.action.resize == GpuResize(before=(("nvidia.com/gpu", 1),), after=(("nvidia.com/gpu", 1),),
-                                        node_selector=(product,))
+                                        node_selector=(product,), limits=SLICE_LIMITS)
     before = copy.deepcopy(fake.get("Notebook", "ml-research", "llm-explore"))
     undo = writer.apply(r.action, NOW)
     spec = fake.get("Notebook", "ml-research", "llm-explore")["spec"]["template"]["spec"]

@@ -7,45 +7,24 @@ from __future__ import annotations
 
 import json
 
-from actions.executors.kubernetes import KubernetesWriter
+import pytest
+
 from actions.model.kube import ObjectRef
-from actions.policy.rules import Policy
-from actions.policy.teams import Team, TeamDirectory
-from actions.pricing.book import PriceBook
-from actions.pricing.catalog import PriceCatalog
-from actions.sources.kube.reader import KubernetesSource
-from actions.sources.recording import RecordedTelemetry
-from actions.store.database import Store
 from bot.chat.approvals import Approvals
 from bot.chat.proposals import Proposals
-from bot.chat.slack.web import SlackChat, web_client
-from bot.runtime.runtime import Runtime
-from tests.support.clock import Clock
-from tests.support.demo_world import APPROVER, buttons
+from tests.support.demo_world import APPROVER, buttons, wire_runtime
+from tests.support.demo_world import SERVING_CHANNEL as CHANNEL
 from tests.support.fakes.kube_api import FakeKubeApi
 from tests.support.kueue_webhook import (
     KUEUE_DENIAL,
     QUEUE_LABEL,
+    add_vector_db,
     kueue_managed,
-    one_gpu_statefulset,
     vector_db_mig_advice,
 )
-from tests.support.paths import DEMO
 
-CHANNEL = "C0SERVING"
 TARGET = ObjectRef("apps/v1", "StatefulSet", "serving", "vector-db")
 WEEK = 7 * 86400
-
-
-def make(url, slack, kube) -> Runtime:
-    store = Store(url)
-    store.migrate()
-    teams = TeamDirectory([Team(name="serving", namespaces=["serving"], channel=CHANNEL, approvers=[APPROVER])])
-    return Runtime(
-        store=store, chat=SlackChat(web_client("xoxb-test", slack.base_url)), cluster=KubernetesSource(kube.api_client()),
-        telemetry=RecordedTelemetry.from_file(DEMO / "telemetry.json"), writer=KubernetesWriter(kube.api_client()),
-        prices=PriceBook(PriceCatalog.bundled()), teams=teams, policy=Policy(), dry_run=False, clock=Clock(),
-    )
 
 
 def writes(kube: FakeKubeApi) -> list[tuple[str, dict]]:
@@ -54,7 +33,7 @@ def writes(kube: FakeKubeApi) -> list[tuple[str, dict]]:
 
 def test_a_change_kueues_webhook_refuses_is_never_offered(database_url, slack, kube):
     kueue_managed(kube)
-    rt = make(database_url, slack, kube)
+    rt = wire_runtime(database_url, slack, kube)
     kube.clear_requests()
     assert Proposals(rt).propose_advice([vector_db_mig_advice()], rt.clock(), WEEK) == []
     assert writes(kube) == [("PATCH", {"dryRun": "All"})]  # the dry run, and nothing else
@@ -63,9 +42,10 @@ def test_a_change_kueues_webhook_refuses_is_never_offered(database_url, slack, k
     assert "nvidia.com/mig-1g.10gb" not in json.dumps(kube.get("StatefulSet", "serving", "vector-db"))
 
 
-def test_an_ordinary_statefulset_gets_its_button_and_its_patch_after_a_dry_run(database_url, slack, kube):
-    kube.add(one_gpu_statefulset({"app": "vector-db"}))
-    rt = make(database_url, slack, kube)
+@pytest.mark.prometheus
+def test_an_ordinary_statefulset_gets_its_button_and_its_patch_after_a_dry_run(database_url, slack, kube, resize_prometheus):
+    add_vector_db(kube, {"app": "vector-db"})
+    rt = wire_runtime(database_url, slack, kube, history=resize_prometheus)
     kube.clear_requests()
     [request_id] = Proposals(rt).propose_advice([vector_db_mig_advice()], rt.clock(), WEEK)
     req = rt.store.get(request_id)
@@ -76,9 +56,10 @@ def test_an_ordinary_statefulset_gets_its_button_and_its_patch_after_a_dry_run(d
     assert rt.store.get(request_id).state == "done"
 
 
-def test_a_refusal_that_comes_after_the_proposal_stops_the_act_and_says_why(database_url, slack, kube):
-    kube.add(one_gpu_statefulset({"app": "vector-db"}))
-    rt = make(database_url, slack, kube)
+@pytest.mark.prometheus
+def test_a_refusal_that_comes_after_the_proposal_stops_the_act_and_says_why(database_url, slack, kube, resize_prometheus):
+    add_vector_db(kube, {"app": "vector-db"})
+    rt = wire_runtime(database_url, slack, kube, history=resize_prometheus)
     [request_id] = Proposals(rt).propose_advice([vector_db_mig_advice()], rt.clock(), WEEK)
     # Since the proposal, Kueue took the StatefulSet over (someone added its queue label).
     obj = kube.get("StatefulSet", "serving", "vector-db")
@@ -97,8 +78,7 @@ def test_an_idle_proposal_the_api_server_refuses_is_posted_without_approve(datab
     # A webhook of the cluster's own (any validating webhook on Kubeflow Notebooks) refuses the stop.
     kube.deny("Notebook", "ml-research", "llm-explore", group="kubeflow.org", webhook="notebooks.example.com",
               message="notebooks in ml-research are stopped by the platform team only")
-    rt = make(database_url, slack, kube)
-    rt.teams = TeamDirectory([Team(name="research", namespaces=["ml-research"], channel="C0RESEARCH", approvers=[APPROVER])])
+    rt = wire_runtime(database_url, slack, kube)
     now = rt.clock()
     kube.clear_requests()
     assert Proposals(rt).reconcile(rt.detect(now), now)["proposed"] == 1

@@ -145,3 +145,32 @@ def test_a_right_sizing_passes_the_gate_at_approve(database_url, slack, team_pol
     assert not outcome.ok and says in outcome.message, outcome.message
     assert rt.store.get(request_id).state == "superseded"
     assert rt.cluster.get("Notebook", "ml-research", "llm-explore")["spec"] == before["spec"]
+
+
+def without_approvers(rt: Runtime) -> None:
+    """The config reloaded with research's approvers removed since the proposal."""
+    rt.teams = TeamDirectory([Team(name="research", namespaces=["ml-research"], channel=CHANNEL, policy=dict(
+        rt.teams.teams["research"].policy or {}))])
+
+
+def test_a_team_without_approvers_is_proposed_without_approve_and_without_a_countdown(sqlite_url, slack):
+    rt = make(sqlite_url, slack, items(), {"mode": "auto"})
+    without_approvers(rt)
+    sweep_for(rt).run(T0)
+    (req,) = rt.store.list_requests()
+    assert req.act_at is None  # nobody could stop a countdown: none starts
+    message = slack.messages(CHANNEL)[req.message_ts]
+    assert "gpu_approve" not in buttons(message)
+    assert "team research has no approvers, so nobody could approve it" in json.dumps(message["blocks"])
+
+
+def test_after_the_countdown_a_team_whose_approvers_were_removed_is_left_alone(sqlite_url, slack):
+    rt = make(sqlite_url, slack, items(), {"mode": "auto"})
+    sweep = sweep_for(rt)
+    sweep.run(T0)
+    (req,) = rt.store.list_requests()
+    assert req.act_at == T0 + timedelta(hours=4)
+    without_approvers(rt)
+    rt.clock.now = req.act_at
+    assert sweep.run(rt.clock.now).counts["acted"] == 0 and not stopped(rt)
+    assert "has no approvers" in json.dumps(slack.messages(CHANNEL)[rt.store.get(req.id).message_ts]["blocks"])

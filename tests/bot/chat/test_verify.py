@@ -17,42 +17,18 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-from actions.executors.kubernetes import KubernetesWriter
-from actions.policy.rules import Policy
-from actions.policy.teams import Team, TeamDirectory
-from actions.pricing.book import PriceBook
-from actions.pricing.catalog import PriceCatalog
-from actions.sources.kube.reader import KubernetesSource
-from actions.sources.recording import RecordedTelemetry
-from actions.store.database import Store
+import pytest
+
 from bot.chat.approvals import Approvals
 from bot.chat.proposals import Proposals
-from bot.chat.slack.web import SlackChat, web_client
 from bot.chat.verify import Verifier
-from bot.runtime.runtime import Runtime
-from tests.support.clock import Clock
-from tests.support.demo_world import APPROVER, CHANNEL, buttons, make_runtime, sweep
-from tests.support.kueue_webhook import one_gpu_statefulset, vector_db_mig_advice
-from tests.support.paths import DEMO
+from bot.wiring.jobs import sweep_for
+from tests.support.demo_world import APPROVER, CHANNEL, SERVING_CHANNEL, buttons, make_runtime, sweep, wire_runtime
+from tests.support.kueue_webhook import add_vector_db, vector_db_mig_advice
 
-SERVING = "C0SERVING"
 WEEK = 7 * 86400
 # The scheduler's words for a MIG slice no node offers (FitError.Error(), 3 nodes in the demo).
 UNSCHEDULABLE = "0/3 nodes are available: 3 Insufficient nvidia.com/mig-1g.10gb."
-
-
-def on_the_wire(url, slack, kube) -> Runtime:
-    store = Store(url)
-    store.migrate()
-    teams = TeamDirectory([
-        Team(name="research", namespaces=["ml-research"], channel=CHANNEL, approvers=[APPROVER]),
-        Team(name="serving", namespaces=["serving"], channel=SERVING, approvers=[APPROVER]),
-    ])
-    return Runtime(
-        store=store, chat=SlackChat(web_client("xoxb-test", slack.base_url)), cluster=KubernetesSource(kube.api_client()),
-        telemetry=RecordedTelemetry.from_file(DEMO / "telemetry.json"), writer=KubernetesWriter(kube.api_client()),
-        prices=PriceBook(PriceCatalog.bundled()), teams=teams, policy=Policy(), dry_run=False, clock=Clock(),
-    )
 
 
 def events(rt, request_id):
@@ -80,7 +56,7 @@ def test_a_stop_whose_pods_are_gone_is_verified_at_the_first_check_before_the_wi
 
 def test_a_stop_whose_pod_stays_is_reported_once_the_window_is_over(database_url, slack, kube):
     # The fake API server runs no Notebook controller: the annotation lands, the pod stays.
-    rt = on_the_wire(database_url, slack, kube)
+    rt = wire_runtime(database_url, slack, kube)
     sweep(rt)
     [req] = [r for r in rt.store.list_requests() if r.key == "idle-notebook/ml-research/llm-explore"]
     assert Approvals(rt).approve(req.id, APPROVER).ok
@@ -128,9 +104,9 @@ def resized_pod(ready: bool) -> dict:
     }
 
 
-def approved_resize(database_url, slack, kube):
-    kube.add(one_gpu_statefulset({"app": "vector-db"}))
-    rt = on_the_wire(database_url, slack, kube)
+def approved_resize(database_url, slack, kube, history):
+    add_vector_db(kube, {"app": "vector-db"})
+    rt = wire_runtime(database_url, slack, kube, history=history)
     [request_id] = Proposals(rt).propose_advice([vector_db_mig_advice()], rt.clock(), WEEK)
     assert Approvals(rt).approve(request_id, APPROVER).ok
     return rt, request_id
@@ -140,8 +116,9 @@ def limits(kube) -> dict:
     return kube.get("StatefulSet", "serving", "vector-db")["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
 
 
-def test_a_resize_whose_pod_cannot_be_scheduled_is_restored_and_says_what_the_scheduler_said(database_url, slack, kube):
-    rt, request_id = approved_resize(database_url, slack, kube)
+@pytest.mark.prometheus
+def test_a_resize_whose_pod_cannot_be_scheduled_is_restored_and_says_what_the_scheduler_said(database_url, slack, kube, resize_prometheus):
+    rt, request_id = approved_resize(database_url, slack, kube, resize_prometheus)
     assert limits(kube) == {"nvidia.com/mig-1g.10gb": "1"}
     kube.add(resized_pod(ready=False))  # the controller's new pod; no node offers the slice
     verifier = Verifier(rt)
@@ -156,13 +133,14 @@ def test_a_resize_whose_pod_cannot_be_scheduled_is_restored_and_says_what_the_sc
     assert req.note.startswith(f"Not verified: {saw} within 600 s after the resize. Restored: undid ")
     assert events(rt, request_id)[-2:] == [("system", "verify-failed"), ("system", "restored")]
     assert rt.store.events(request_id)[-2].detail()["saw"] == saw
-    assert f"Not verified: {saw}" in note_shown(slack, SERVING, req)
-    assert buttons(slack.messages(SERVING)[req.message_ts]) == []
+    assert f"Not verified: {saw}" in note_shown(slack, SERVING_CHANNEL, req)
+    assert buttons(slack.messages(SERVING_CHANNEL)[req.message_ts]) == []
     assert verifier.run(rt.clock.now + timedelta(hours=1)) == {}
 
 
-def test_a_resize_whose_new_pod_runs_ready_is_verified_early_and_kept(database_url, slack, kube):
-    rt, request_id = approved_resize(database_url, slack, kube)
+@pytest.mark.prometheus
+def test_a_resize_whose_new_pod_runs_ready_is_verified_early_and_kept(database_url, slack, kube, resize_prometheus):
+    rt, request_id = approved_resize(database_url, slack, kube, resize_prometheus)
     kube.add(resized_pod(ready=True))
     rt.clock.now += timedelta(seconds=60)
     assert Verifier(rt).run(rt.clock.now) == {"verified": 1}
@@ -172,9 +150,23 @@ def test_a_resize_whose_new_pod_runs_ready_is_verified_early_and_kept(database_u
     assert events(rt, request_id)[-1] == ("system", "verified")
 
 
-def test_a_resize_judged_long_after_its_window_is_reported_not_undone(database_url, slack, kube):
-    rt, request_id = approved_resize(database_url, slack, kube)
+@pytest.mark.prometheus
+def test_a_resize_judged_long_after_its_window_is_reported_not_undone(database_url, slack, kube, resize_prometheus):
+    rt, request_id = approved_resize(database_url, slack, kube, resize_prometheus)
     kube.add(resized_pod(ready=False))
     rt.clock.now += timedelta(seconds=1201)  # the bot was down past twice the window
     assert Verifier(rt).run(rt.clock.now) == {"verify-failed": 1}
     assert rt.store.get(request_id).state == "done" and limits(kube) == {"nvidia.com/mig-1g.10gb": "1"}
+
+
+def test_a_sweep_of_a_process_without_housekeeping_verifies_too(database_url, slack):
+    # `sweep` and `sweep --once` run no housekeeping: their sweep judges done actions itself.
+    rt = make_runtime(database_url, slack)
+    sweep(rt)
+    (req,) = rt.store.list_requests()
+    assert Approvals(rt).approve(req.id, APPROVER).ok
+    rt.clock.now += timedelta(seconds=30)
+    sweep_for(rt).run(rt.clock.now)  # as `run` schedules it: its housekeeping verifies instead
+    assert ("system", "verified") not in events(rt, req.id)
+    sweep_for(rt, verify=True).run(rt.clock.now)
+    assert ("system", "verified") in events(rt, req.id) and "Verified: pods gone." in rt.store.get(req.id).note

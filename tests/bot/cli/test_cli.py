@@ -61,7 +61,9 @@ def test_sweep_records_and_posts_to_the_console(tmp_path, fleet_prometheus):
     args = ["sweep", "--once", "--prometheus-url", fleet_prometheus, "--cluster-state", str(DEMO / "cluster.json")]
     result = invoke(*args, "--at", "2026-11-20T12:00:00Z", env=env)
     assert result.exit_code == 0, result.output
-    assert "new message in #gpus" in result.output and "[approve 1]" in result.output
+    assert "new message in #gpus" in result.output and "idle for" in result.output.lower()
+    # Without a config no team names approvers: the one gate offers no Approve, and says why.
+    assert "[approve 1]" not in result.output and "team ml-research has no approvers" in result.output
     assert "proposed 1" in result.output
     again = invoke(*args, "--at", "2026-11-20T12:05:00Z", env=env)
     assert "proposed 0" in again.output and "updated 1" in again.output

@@ -404,9 +404,10 @@ class FakeKubeApi:
         """Refuse PATCH and DELETE of one object as a validating admission webhook named
         ``webhook`` does when it denies them, dry runs and real requests alike (the API server
         calls webhooks that declare ``sideEffects: None`` on dry runs; k8s.io/apiserver v0.36.2
-        pkg/admission/plugin/webhook/validating/dispatcher.go ``callHook``). ``when(body)``, given
-        the request's parsed JSON body (the merge patch; a DELETE's DeleteOptions, or None),
-        says which requests it denies (all when ``when`` is None). The webhook's answer is
+        pkg/admission/plugin/webhook/validating/dispatcher.go ``callHook``). ``when(body, old)``,
+        given the request's parsed JSON body (the merge patch; a DELETE's DeleteOptions, or None)
+        and the object as stored before it (a webhook's ``oldObject``), says which requests it
+        denies (all when ``when`` is None). The webhook's answer is
         ``code`` and ``reason`` with ``message`` (controller-runtime v0.24.1
         pkg/webhook/admission/response.go ``Denied``, which Kueue's validators answer through:
         403 Forbidden); the API server answers the Status ``ToStatusErr`` makes of it
@@ -510,7 +511,7 @@ class FakeKubeApi:
             if method == "DELETE":
                 dry_run = self._dry_run(query, "DeleteOptions")
                 obj = self._find(route)
-                self._admit(route, body)
+                self._admit(route, body, obj)
                 if dry_run:
                     return self._present(route, obj)
                 key = self._key(route.rtype, route.namespace or "", route.name)
@@ -836,14 +837,14 @@ class FakeKubeApi:
              "causes": [{"reason": "FieldValueNotSupported", "message": body, "field": "dryRun"}]},
         )
 
-    def _admit(self, route: _Route, body: Any) -> None:
+    def _admit(self, route: _Route, body: Any, old: dict | None) -> None:
         """The validating admission webhooks :meth:`deny` set: raises the first denial that
-        applies to this object and request."""
+        applies to this object (``old``, as stored before the request) and request."""
         for d in self._denials:
             if (
                 (d.kind, d.namespace, d.name) == (route.rtype.kind, route.namespace or "", route.name)
                 and d.group in (None, route.rtype.group)
-                and (d.when is None or d.when(copy.deepcopy(body)))
+                and (d.when is None or d.when(copy.deepcopy(body), copy.deepcopy(old)))
             ):
                 raise ApiError(
                     max(d.code, 400), d.reason, f'admission webhook "{d.webhook}" denied the request: {d.message}'
@@ -863,7 +864,7 @@ class FakeKubeApi:
         self._check_precondition(route, old, (body.get("metadata") or {}).get("resourceVersion"))
         patched = merge_patch(old, body)
         self._check_micro_times(route, patched)
-        self._admit(route, body)
+        self._admit(route, body, old)
         if dry_run:
             return self._as_updated(route, old, patched)
         return self._store_updated(route, old, patched)
