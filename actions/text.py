@@ -1,7 +1,10 @@
-"""How money and durations are written wherever the bot writes them (alerts, messages, reports), and
-text from outside made safe for Slack's mrkdwn (:func:`plain`)."""
+"""How money and durations are written wherever the bot writes them (alerts, messages, reports),
+text from outside made safe for Slack's mrkdwn (:func:`plain`), and URLs shown without the
+credentials they may carry (:func:`shown_url`)."""
 
 from __future__ import annotations
+
+from urllib.parse import urlsplit, urlunsplit
 
 from actions.model.times import HOURS_PER_MONTH, HOURS_PER_YEAR
 
@@ -95,3 +98,13 @@ def one_line(e: BaseException) -> str:
     the digest."""
     text = str(e).splitlines()[0] if str(e) else ""
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def shown_url(url: str) -> str:
+    """``url`` as it may be shown in a message, a log line or ``check``'s output: any user and
+    password replaced by ``REDACTED`` (``http://bot:s3cret@prom:9090`` -> ``http://REDACTED@prom:9090``);
+    other URLs as they are."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc="REDACTED@" + parts.netloc.rsplit("@", 1)[1]))

@@ -28,6 +28,7 @@ import urllib3
 from actions.model.findings import ProposedAction
 from actions.model.kube import ObjectRef
 from actions.remedy.patches import ExecutorError, check_target, plan_apply, plan_restore
+from actions.text import shown_url
 
 
 def server_of(target: ObjectRef) -> tuple[str, str]:
@@ -59,7 +60,7 @@ class HubClient:
                 method, url, headers=self._headers, body=None if body is None else json.dumps(body).encode()
             )
         except urllib3.exceptions.HTTPError as e:
-            raise ExecutorError(f"{target}: cannot reach the JupyterHub API at {self.api_url}: {e}", target) from e
+            raise ExecutorError(f"{target}: cannot reach the JupyterHub API at {shown_url(self.api_url)}: {e}", target) from e
         try:
             data = json.loads(r.data) if r.data else None
         except ValueError:

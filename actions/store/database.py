@@ -1,6 +1,6 @@
 """The bot's database as one object: :class:`Store`, every table group's methods on one engine
 (requests and their state machine, message outbox, audit, price cache, budgets, alerts, job runs,
-facts),
+facts, Slack requests seen),
 and the schema's migrations (alembic, ``migrations/``), run at start under a lock.
 
 Works on SQLite (a file, or in memory for demos) and PostgreSQL. All datetimes are timezone-aware
@@ -24,6 +24,7 @@ from actions.store.job_runs import JobRuns
 from actions.store.outbox import MessageOutbox
 from actions.store.price_cache import PriceCacheTable
 from actions.store.schema import MIGRATIONS_DIR, VERSION_TABLE
+from actions.store.seen import SeenRequests
 from actions.store.state_machine import RequestStateMachine
 
 if TYPE_CHECKING:
@@ -38,9 +39,12 @@ _MIGRATE_LOCK = threading.Lock()
 # --- the store -------------------------------------------------------------------------------------
 
 
-class Store(RequestStateMachine, MessageOutbox, AuditTrail, PriceCacheTable, Budgets, AlertLog, JobRuns, StoreFacts):
-    """Action requests, audit events, cached prices, budgets, alert records and the store's own
-    facts (:mod:`actions.store.facts`) in a SQL database.
+class Store(
+    RequestStateMachine, MessageOutbox, AuditTrail, PriceCacheTable, Budgets, AlertLog, JobRuns, StoreFacts, SeenRequests,
+):
+    """Action requests, audit events, cached prices, budgets, alert records, the store's own
+    facts (:mod:`actions.store.facts`) and the Slack requests taken (:mod:`actions.store.seen`) in
+    a SQL database.
 
     ``url`` is a SQLAlchemy URL: ``sqlite:///relative.db``, ``sqlite:////abs/path.db``,
     ``sqlite://`` (in memory, one connection: demos and single-threaded use only) or

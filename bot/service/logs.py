@@ -32,6 +32,16 @@ request_id: ContextVar[str | None] = ContextVar("request_id", default=None)
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s%(request_id_suffix)s: %(message)s"
 
+# What str.splitlines() and line-based log readers break a line at besides \n and \r: a record
+# holding one must stay one line. JSON escapes the C0 controls itself; text escapes them all.
+_UNICODE_BREAKS = ("\x85", "\u2028", "\u2029")
+_JSON_LINE_BREAKS = str.maketrans({c: f"\\u{ord(c):04x}" for c in _UNICODE_BREAKS})
+_TEXT_ESCAPES = str.maketrans({
+    **{chr(c): f"\\x{c:02x}" for c in (*range(0x20), 0x7F) if chr(c) != "\t"},
+    "\n": "\\n", "\r": "\\r",
+    **{c: f"\\u{ord(c):04x}" for c in _UNICODE_BREAKS},
+})
+
 # Attributes every LogRecord has; anything else on a record came from ``extra=``.
 _RECORD_ATTRIBUTES = frozenset(
     vars(logging.LogRecord("", logging.INFO, "", 0, "", None, None)).keys()
@@ -76,7 +86,23 @@ class JsonFormatter(logging.Formatter):
         for key, value in vars(record).items():
             if key not in _RECORD_ATTRIBUTES and key not in line:
                 line[key] = value
-        return json.dumps(line, default=str, ensure_ascii=False)
+        # json escapes the C0 controls; these other line breaks it leaves as they are.
+        return json.dumps(line, default=str, ensure_ascii=False).translate(_JSON_LINE_BREAKS)
+
+
+class TextFormatter(logging.Formatter):
+    """:data:`TEXT_FORMAT`, one record a line whatever it holds: control characters and Unicode
+    line breaks in the message are escaped (``\\n``, ``\\u2028``), so a value someone typed cannot
+    start a line that reads as a record of its own; a traceback's lines are indented."""
+
+    def __init__(self) -> None:
+        super().__init__(TEXT_FORMAT)
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        return super().formatMessage(record).translate(_TEXT_ESCAPES)
+
+    def formatException(self, ei) -> str:  # noqa: N802, ANN001 - logging's name and signature
+        return "\n".join("    " + line for line in super().formatException(ei).splitlines())
 
 
 class _StderrHandler(logging.StreamHandler):
@@ -97,7 +123,7 @@ def make_handler(fmt: LogFormat, stream=None) -> logging.Handler:
     object) or, when None, to the current ``sys.stderr``."""
     handler = logging.StreamHandler(stream) if stream is not None else _StderrHandler()
     handler.addFilter(RequestIdFilter())
-    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     return handler
 
 

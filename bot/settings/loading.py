@@ -12,9 +12,8 @@ from typing import Any, Mapping
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from bot.settings.model import SECRET_KEYS, Settings
-
-ENV_PREFIX = "GPU_COST_BOT_"
+from bot.settings.model import Settings
+from bot.settings.secrets import ENV_PREFIX, secrets_in_file
 
 
 class ConfigError(Exception):
@@ -152,11 +151,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
             )
         if not isinstance(loaded, dict):
             raise ConfigError(f"{p}: the top level must be a mapping of settings, got {type(loaded).__name__}")
-        problems += [
-            f"{k}: secrets are read only from the environment; remove it from the file and set {k.upper()}"
-            for k in loaded
-            if str(k).lower() in SECRET_KEYS
-        ]
+        problems += secrets_in_file(loaded)
         data = loaded
     try:
         settings = Settings(**data)

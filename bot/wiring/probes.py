@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from actions.model.times import utc_now
+from actions.text import shown_url
 from bot.settings import Settings
 from bot.settings.clusters import ClusterTarget
 
@@ -19,7 +20,7 @@ def cluster_probes(s: Settings) -> list[tuple[str, Callable[[], str]]]:
     for t in s.cluster_targets():
         scope = f" ({t.scope[0]}={t.scope[1]!r})" if t.scope else ""
         who = f"cluster {t.name}: " if s.clusters else ""
-        out.append((f"{who}Prometheus at {t.prometheus_url}{scope}", lambda t=t: prometheus_holds(s, t)))
+        out.append((f"{who}Prometheus at {shown_url(t.prometheus_url)}{scope}", lambda t=t: prometheus_holds(s, t)))
         out.append((f"{who}Kubernetes API", lambda t=t: kubernetes_holds(s, t)))
     return out
 

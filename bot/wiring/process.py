@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable
-from datetime import datetime
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from actions.model.times import utc_now
+from actions.store.database import Store
 from bot.chat.console import ConsoleSession
 from bot.chat.messages import MessageSync
 from bot.chat.proposals import Proposals
@@ -75,6 +76,14 @@ def housekeeping(rt: Runtime, settings: Settings) -> Callable[[], None]:
     return round_
 
 
+def seen_once(store: Store) -> Callable[[Sequence[str], float], bool]:
+    """The front's claim of a Slack request (its keys, until Unix seconds) in ``store``, shared
+    by every replica; judged by the wall clock, as Slack's timestamps are."""
+    def first_sight(keys: Sequence[str], until: float) -> bool:
+        return store.first_sight(keys, utc_now(), datetime.fromtimestamp(until, timezone.utc))
+    return first_sight
+
+
 def slack_process(
     settings: Settings, rt: Runtime, bolt: Any, metrics: BotMetrics, *, host: str = "0.0.0.0",
     work: SlackWork | None = None,
@@ -95,7 +104,8 @@ def slack_process(
         if not s.slack_signing_secret:
             raise SystemExit("slack.mode is http but SLACK_SIGNING_SECRET is not set")
         secret = s.slack_signing_secret.get_secret_value()
-        front = {"mounted": events_route(bolt, secret, max_body_bytes=s.server.max_body_bytes)}
+        front = {"mounted": events_route(bolt, secret, max_body_bytes=s.server.max_body_bytes,
+                                         first_sight=seen_once(rt.store))}
     server = s.server
     return Process(
         store=rt.store, inflight=rt.inflight, metrics=metrics,

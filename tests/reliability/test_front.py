@@ -18,6 +18,7 @@ import pytest
 from tests.support.bot_process import APPROVER, CHANNEL, SECRET
 from tests.support.fakes.slack_requests import block_actions_body, sign, slash_command_body
 from tests.support.raw_http import big_post, raw_request
+from tests.support.slack_fuzz import fuzzed
 
 pytestmark = pytest.mark.process
 
@@ -158,3 +159,37 @@ def test_fifty_simultaneous_signed_requests_are_all_answered(sqlite_bot, slack):
     for t in threads:
         t.join(60)
     assert results.count(200) == 50, results
+
+
+def test_five_hundred_signed_fuzz_bodies_get_no_5xx_and_change_nothing(sqlite_bot, slack):
+    # Issue 22, item 8: wrong types, missing parts and JSON nested up to 100,000 levels, each signed.
+    bot = sqlite_bot
+    req = bot.proposal()
+    store = bot.store()
+    before = [(r.id, r.state, r.version) for r in store.list_requests()]
+    rng = random.Random(500)
+    statuses: dict[int, int] = {}
+    for _ in range(500):
+        body, _ = fuzzed(rng, slack.response_url("fuzz"))
+        status = bot.signed(body)[0]
+        statuses[status] = statuses.get(status, 0) + 1
+    assert max(statuses) < 500, statuses
+    assert [(r.id, r.state, r.version) for r in store.list_requests()] == before and req.state == "proposed"
+    assert bot.status("/readyz") == 200
+
+
+def test_a_replayed_budget_set_is_acked_and_ignored(sqlite_bot):
+    # Issue 22, item 5: "/gpu budget set research 5000" resent after a newer 7000.
+    bot = sqlite_bot
+    old = slash_command_body(text="budget set research 5000/month", user_id=APPROVER, channel_id=CHANNEL,
+                             response_url=bot.slack.response_url("old"))
+    ts = int(time.time())
+    assert bot.signed(old, timestamp=ts)[0] == 200
+    bot.answers("old")
+    assert bot.command("budget set research 7000/month", "newer")[0] == 200
+    bot.answers("newer")
+    replay = bot.request("POST", "/slack/events", old.encode(), {**sign(SECRET, old, ts), "X-Slack-Retry-Num": "1"})
+    assert replay[0] == 200 and replay[1] == ""
+    time.sleep(1)
+    assert {b.team: b.usd_per_month for b in bot.store().budgets()}["research"] == 7000
+    assert len(bot.slack.responses_to("old")) == 1

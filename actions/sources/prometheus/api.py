@@ -18,6 +18,7 @@ from urllib3.util.retry import Retry
 from actions.model.telemetry import ENGINE_ACTIVE, GPU_UTIL, POWER_USAGE
 from actions.sources.prometheus import wire as prometheus_wire
 from actions.sources.prometheus.scope import matcher, scoped
+from actions.text import shown_url
 
 
 class TelemetryError(RuntimeError):
@@ -35,7 +36,8 @@ class TelemetryError(RuntimeError):
 
 class PrometheusApi:
     """One Prometheus (or compatible: Thanos, Mimir, VictoriaMetrics) HTTP API at ``url``, shared by
-    every source that queries it.
+    every source that queries it. Its ``url`` attribute is the URL as shown
+    (:func:`actions.text.shown_url`: credentials masked), in every error too.
 
     ``headers`` are sent with every request (e.g. ``Authorization``, ``X-Scope-OrgID``);
     ``timeout_seconds`` bounds each request. Failures to connect are retried ``attempts`` times in
@@ -58,7 +60,8 @@ class PrometheusApi:
         attempts: int = 3,
         scope: tuple[str, str] | None = None,
     ):
-        self.url = url.rstrip("/")
+        self._base = url.rstrip("/")
+        self.url = shown_url(self._base)  # what messages and errors name: never its credentials
         self.requests = 0
         if scope is not None:
             matcher(*scope)  # a bad label name fails here, at start, not at the first query
@@ -71,7 +74,7 @@ class PrometheusApi:
         self._session.verify = verify_tls
         # Retries belong to tenacity alone; urllib3's own would multiply with them.
         self._client = PrometheusConnect(
-            url=self.url,
+            url=self._base,
             headers=headers,
             session=self._session,
             # read=False: urllib3 then raises a read timeout as itself, not as a connection error.
@@ -121,7 +124,7 @@ class PrometheusApi:
     def _get(self, path: str, params: dict, labels: tuple[str, ...], optional: tuple[str, ...], *, matrix: bool) -> list:
         # As prometheus-api-client's custom_query sends it, but decoding the bytes with msgspec:
         # requests' json() is most of the bot's CPU for a query of 10,000 series.
-        response = self._session.request("GET", f"{self.url}/api/v1/{path}", params=params, headers=self._headers,
+        response = self._session.request("GET", f"{self._base}/api/v1/{path}", params=params, headers=self._headers,
                                          timeout=self._timeout)
         if response.status_code != 200:
             raise PrometheusApiClientException(f"HTTP Status Code {response.status_code} ({response.content!r})")

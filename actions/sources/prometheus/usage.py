@@ -273,12 +273,12 @@ class PrometheusUsage:
         step_seconds: float = DEFAULT_STEP_SECONDS,
         scope: tuple[str, str] | None = None,
     ):
-        self.url = url.rstrip("/")
         self.team_label = team_label
         self.step_seconds = step_seconds
         self.api = PrometheusApi(
-            self.url, headers, verify_tls=verify_tls, timeout_seconds=timeout_seconds, attempts=attempts, scope=scope,
+            url, headers, verify_tls=verify_tls, timeout_seconds=timeout_seconds, attempts=attempts, scope=scope,
         )
+        self.url = self.api.url  # as shown: credentials masked
 
     @property
     def requests(self) -> int:

@@ -53,7 +53,10 @@ class SlackWork:
 
 
 def _ephemeral(respond, text: str) -> None:  # noqa: ANN001 - Bolt's Respond
-    respond(text=text, response_type="ephemeral", replace_original=False)
+    try:
+        respond(text=text, response_type="ephemeral", replace_original=False)
+    except Exception as e:  # noqa: BLE001 - a request without a usable response_url gets no answer, and no crash
+        log.warning("could not answer through the request's response_url (%s): %s", type(e).__name__, str(e)[:200])
 
 
 def build_app(
@@ -104,7 +107,7 @@ def build_app(
             ack()
         else:
             why = "shutting down" if work.commands.closed else "busy"
-            log.warning("/gpu %s refused: %s", text.split(" ", 1)[0] or "help", why)
+            log.warning("/gpu %r refused: %s", text.split(" ", 1)[0] or "help", why)
             ack(text=refused(work.commands), response_type="ephemeral")
 
     @app.action(BUTTONS)
@@ -113,13 +116,14 @@ def build_app(
 
         def press() -> None:
             outcome = approvals.press_button(action_id, value, user)
-            log.info("press %s on #%s by %s: %s", action_id, value, user, outcome.message)
+            # Quoted: they are what the payload said, whatever someone put there.
+            log.info("press %r on #%r by %r: %s", action_id, value, user, outcome.message)
             if not outcome.ok:
                 _ephemeral(respond, outcome.message)
 
         ack()
         if not work.presses.submit(press, on_cancel=lambda: _ephemeral(respond, RESTARTING)):
-            log.warning("press %s on #%s by %s refused: pool full or shutting down", action_id, value, user)
+            log.warning("press %r on #%r by %r refused: pool full or shutting down", action_id, value, user)
             press_refused(work.presses, respond)
 
     @app.action(APPROVE_ALL)

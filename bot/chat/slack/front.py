@@ -10,6 +10,14 @@ timestamp (within five minutes of now) and Slack's signature (``v0=`` HMAC-SHA25
 line; only a signed, well-formed request reaches Bolt. A request that waited so long to be
 handled that Slack has given up on it (3 seconds) is not handled at all: its ack would come too
 late, and acting on it would surprise the person who saw an error.
+
+A request is handled once: it is claimed under its signature and its ``trigger_id`` (a slash
+command, a press, a view submission) or ``event_id`` (the Events API) until its timestamp leaves
+the replay window (``first_sight``, the store's :meth:`~actions.store.seen.SeenRequests.first_sight`,
+shared by every replica). A replay, or Slack's retry (``X-Slack-Retry-Num``) of a request already
+taken, is acked with an empty 200 and not handled again: a budget set resent later cannot undo a
+newer one. When the claim cannot be recorded (the database is down) the request is handled, and
+the failure logged: what needs no database keeps working.
 """
 
 from __future__ import annotations
@@ -21,7 +29,8 @@ import json
 import logging
 import re
 import time
-from typing import TYPE_CHECKING, Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs
 
 from slack_bolt import App, BoltRequest
@@ -33,6 +42,9 @@ if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 log = logging.getLogger(__name__)
+
+# (a request's keys, Unix seconds until which they are kept) -> whether none was taken before.
+FirstSight = Callable[[Sequence[str], float], bool]
 
 SLACK_EVENTS_PATH = "/slack/events"
 # Slack's replay window: a timestamp further from now than this, either way, is refused.
@@ -51,7 +63,7 @@ class SlackEvents:
 
     def __init__(
         self, bolt: App, signing_secret: str, *, max_body_bytes: int = 1024 * 1024,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = time.time, first_sight: FirstSight | None = None,
     ):
         if not signing_secret:
             raise ValueError("HTTP mode needs the signing secret (SLACK_SIGNING_SECRET)")
@@ -59,6 +71,7 @@ class SlackEvents:
         self._secret = signing_secret.encode("utf-8")
         self.max_body_bytes = max_body_bytes
         self.clock = clock
+        self.first_sight = first_sight
 
     def __call__(self, environ: "WSGIEnvironment", start_response: "StartResponse") -> Iterable[bytes]:
         try:
@@ -75,7 +88,7 @@ class SlackEvents:
             return self._refuse(start_response, 401, problem, environ)
         try:
             text = body.decode("utf-8")
-            _check_shape(text, environ.get("CONTENT_TYPE", ""))
+            ids = _request_ids(text, environ.get("CONTENT_TYPE", ""))
         except ValueError as e:
             return self._refuse(start_response, 400, f"a signed body that is not a Slack payload ({e})", environ)
         received = environ.get(RECEIVED_AT)
@@ -83,9 +96,19 @@ class SlackEvents:
             waited = time.monotonic() - received
             why = f"handled {waited:.1f} s after it arrived, too late to ack"
             return self._refuse(start_response, 503, why, environ)
+        if not self._first_sight(environ, ids):
+            return self._taken(start_response, environ)
         headers = {k[5:].replace("_", "-").lower(): v for k, v in environ.items() if k.startswith("HTTP_")}
         headers["content-type"] = environ.get("CONTENT_TYPE", "")
-        response = self.bolt.dispatch(BoltRequest(body=text, query=environ.get("QUERY_STRING", ""), headers=headers))
+        try:
+            response = self.bolt.dispatch(BoltRequest(body=text, query=environ.get("QUERY_STRING", ""), headers=headers))
+        except Exception:  # noqa: BLE001 - whatever a signed body does to Bolt, the answer is no 500
+            log.exception("Bolt could not handle a signed request to %s", SLACK_EVENTS_PATH)
+            return self._refuse(start_response, 400, "a signed body Bolt could not handle", environ)
+        if response.status >= 500:
+            # A listener raised before its ack (Bolt logged it): the request was not handled.
+            return self._refuse(start_response, 400, f"a signed body a listener could not handle (Bolt {response.status})",
+                                environ)
         payload = (response.body or "").encode("utf-8")
         out = [(k, v) for k, values in response.headers.items() for v in values if k.lower() != "content-length"]
         status = f"{response.status} {_REASONS.get(response.status, 'Status')}"
@@ -111,6 +134,28 @@ class SlackEvents:
             return "a wrong signature"
         return None
 
+    def _first_sight(self, environ: "WSGIEnvironment", ids: list[str]) -> bool:
+        """Whether this request is new: claimed now under its signature and ``ids``."""
+        if self.first_sight is None:
+            return True
+        keys = ["sig:" + environ.get("HTTP_X_SLACK_SIGNATURE", "")[3:], *ids]
+        timestamp = int(environ["HTTP_X_SLACK_REQUEST_TIMESTAMP"])
+        try:
+            return self.first_sight(keys, timestamp + MAX_CLOCK_SKEW_SECONDS)
+        except Exception:  # noqa: BLE001 - a request the store cannot record is still handled
+            log.exception("could not record Slack request %s to refuse its replays; handling it", keys[-1])
+            return True
+
+    @staticmethod
+    def _taken(start_response: "StartResponse", environ: "WSGIEnvironment") -> list[bytes]:
+        retry = environ.get("HTTP_X_SLACK_RETRY_NUM")
+        log.warning(
+            "ignored a request to %s from %s taken before (%s)", SLACK_EVENTS_PATH, environ.get("REMOTE_ADDR", "?"),
+            f"Slack's retry {retry!r}" if retry else "a replay", extra={"status": 200},
+        )
+        start_response("200 OK", [("Content-Length", "0")])
+        return [b""]
+
     @staticmethod
     def _refuse(start_response: "StartResponse", status: int, why: str, environ: "WSGIEnvironment") -> list[bytes]:
         log.warning(
@@ -131,23 +176,62 @@ _REASONS = {
 }
 
 
-def _check_shape(text: str, content_type: str) -> None:
-    """Raise ValueError unless ``text`` is shaped like a Slack request: a JSON object (Events
-    API), or a form whose ``payload``, when present, is a JSON object (interactions)."""
+def _request_ids(text: str, content_type: str) -> list[str]:
+    """The ids Slack gives the request ``text``: ``event:<event_id>`` of an Events API body,
+    ``trigger:<trigger_id>`` of a slash command (a form) or of an interaction's ``payload``; none
+    when it has no such id. Raises ValueError unless ``text`` is shaped like a Slack request: a
+    JSON object nested no deeper than Python's parser goes, or a form whose ``payload``, when
+    present, is such an object; and every field Bolt routes by or a listener reads of the type
+    Slack sends (:func:`_wrongly_typed`)."""
     if content_type.split(";")[0].strip().lower() == "application/json":
-        if not isinstance(json.loads(text), dict):
+        body = _json(text)
+        if not isinstance(body, dict):
             raise ValueError("JSON that is not an object")
-        return
+        _wrongly_typed(body, {"type": str, "event_id": str, "event": dict, "challenge": str})
+        return _ids("event", body.get("event_id"))
     form = parse_qs(text, keep_blank_values=True, strict_parsing=bool(text), max_num_fields=200)
-    if "payload" in form and not isinstance(json.loads(form["payload"][0]), dict):
-        raise ValueError("a payload that is not a JSON object")
+    if "payload" in form:
+        payload = _json(form["payload"][0])
+        if not isinstance(payload, dict):
+            raise ValueError("a payload that is not a JSON object")
+        _wrongly_typed(payload, {"type": str, "trigger_id": str, "response_url": str, "user": dict, "actions": list,
+                                 "view": dict, "channel": dict, "container": dict})
+        _wrongly_typed(payload.get("user") or {}, {"id": str}, "user.")
+        for i, action in enumerate(payload.get("actions") or []):
+            if not isinstance(action, dict):
+                raise ValueError(f"actions.{i} is not an object")
+            _wrongly_typed(action, {"action_id": str, "block_id": str, "value": str}, f"actions.{i}.")
+        return _ids("trigger", payload.get("trigger_id"))
+    return _ids("trigger", (form.get("trigger_id") or [None])[0])
 
 
-def events_route(bolt: App, signing_secret: str, *, max_body_bytes: int = 1024 * 1024) -> dict[str, "WSGIApplication"]:
+def _json(text: str) -> object:
+    try:
+        return json.loads(text)
+    except RecursionError:  # not a ValueError: Python's parser gives up around 1,000 levels
+        raise ValueError("JSON nested too deeply") from None
+
+
+def _wrongly_typed(obj: dict, fields: dict[str, type], where: str = "") -> None:
+    """Raise ValueError naming the first of ``fields`` present in ``obj`` with another type (a
+    null counts as absent)."""
+    for name, kind in fields.items():
+        value = obj.get(name)
+        if value is not None and not isinstance(value, kind):
+            raise ValueError(f"{where}{name} is a {type(value).__name__}, not a {kind.__name__}")
+
+
+def _ids(kind: str, value: object) -> list[str]:
+    return [f"{kind}:{value}"] if isinstance(value, str) and value else []
+
+
+def events_route(
+    bolt: App, signing_secret: str, *, max_body_bytes: int = 1024 * 1024, first_sight: FirstSight | None = None,
+) -> dict[str, "WSGIApplication"]:
     """``{"/slack/events": app}``: Slack's Events API, slash commands and button presses, checked
-    by :class:`SlackEvents` and then handled by Bolt. Raises ValueError without a signing
-    secret."""
-    return {SLACK_EVENTS_PATH: SlackEvents(bolt, signing_secret, max_body_bytes=max_body_bytes)}
+    by :class:`SlackEvents` (each handled once when ``first_sight`` is given) and then handled by
+    Bolt. Raises ValueError without a signing secret."""
+    return {SLACK_EVENTS_PATH: SlackEvents(bolt, signing_secret, max_body_bytes=max_body_bytes, first_sight=first_sight)}
 
 
 class ScopedSocketModeHandler(SocketModeHandler):

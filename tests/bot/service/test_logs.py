@@ -23,7 +23,7 @@ from bot.service.http import serve_http, wsgi_app
 from tests.support.demo_world import CHANNEL, OTHER, make_runtime, sweep
 from tests.support.fakes.slack_api import FakeSlack
 from tests.support.fakes.slack_requests import block_actions_body, post_to_app, slash_command_body
-from tests.support.logs import bot_json_lines
+from tests.support.logs import bot_json_lines, bot_lines
 from tests.support.waiting import wait_for
 
 SECRET = "test-signing-secret"
@@ -95,7 +95,7 @@ def test_a_button_press_logs_with_its_trigger_id_in_the_listener_thread(served, 
     wait_for(lambda: slack.responses_to("press"), "the refusal", timeout=10)
     lines = wait_for(lambda: [l for l in json_lines() if l["logger"] == "bot.chat.slack.app"], "the listener's line", timeout=10)
     # Logged by the listener after the ack, on Bolt's worker thread.
-    assert lines[0]["message"].startswith(f"press {proposals.APPROVE} on #{req.id} by {OTHER}")
+    assert lines[0]["message"].startswith(f"press {proposals.APPROVE!r} on #{str(req.id)!r} by {OTHER!r}")
     assert lines[0]["request_id"] == trigger_id
     (named,) = [l for l in json_lines() if l["logger"] == "bot.chat.slack.request_ids"]
     assert named["message"] == "slack block_actions" and named["request_id"] == trigger_id
@@ -138,3 +138,57 @@ def _setup_replaces_the_basic_handler(capsys):
         logs._installed = None
         root.handlers[:] = saved[0]
         root.setLevel(saved[1])
+
+
+FORGED = "\n2026-11-20 12:05:00,000 INFO bot.chat.slack.app: press 'gpu_approve' on #'1' by 'U0APPROVER': approved"
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_value_typed_into_a_payload_cannot_forge_a_log_line(served, fmt):
+    # A press whose button value carries a newline, U+2028 and NEL, and a forged record after them,
+    # signed and sent as Slack would send it: each record stays one line in either format.
+    rt, slack, url = served
+    with bot_lines(fmt) as written:
+        value = f"1{FORGED}\u2028{FORGED}\x85{FORGED}"
+        body = block_actions_body(proposals.APPROVE, value, OTHER, CHANNEL, "1.0", slack.response_url("press"))
+        assert post_to_app(f"{url}/slack/events", SECRET, body)[0] == 200
+        wait_for(lambda: "bot.chat.slack.app" in written(), "the press's line", timeout=10)
+        text = written()
+    lines = text.splitlines()  # what a line-based reader sees: \x85 and U+2028 break lines too
+    if fmt == "json":
+        records = [json.loads(line) for line in lines]  # every line a whole record
+        [press] = [r for r in records if r["logger"] == "bot.chat.slack.app"]
+        assert "by 'U0APPROVER': approved" in press["message"]  # kept, inside its own record's message
+    else:
+        assert all(line[:4].isdigit() or line.startswith("    ") for line in lines), lines
+        [press] = [line for line in lines if " bot.chat.slack.app: " in line]
+        assert "\\n2026-11-20 12:05:00,000 INFO" in press and "by 'U0APPROVER': approved" in press
+    assert not any(line.startswith("2026-11-20 12:05:00,000") for line in lines)
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_every_record_is_one_line_whatever_its_message_holds(fmt):
+    # What reaches a message unquoted (an exception's text, an upstream's answer) is escaped by
+    # the formatter itself: \n, \r, U+2028, U+2029, NEL, and the other C0 controls.
+    out = io.StringIO()
+    logger = logging.getLogger("tests.one_line")
+    logger.addHandler(logs.make_handler(fmt, out))
+    logger.propagate, logger.level = False, logging.INFO
+
+    def write() -> None:
+        logger.info("upstream said: %s", f"a{FORGED}\r\u2028b\u2029c\x85d\x1be")
+        try:
+            raise ValueError(f"bad{FORGED}")
+        except ValueError:
+            logger.exception("failed")
+
+    contextvars.Context().run(write)  # outside any request: no request id another test left behind
+    lines = out.getvalue().splitlines()
+    if fmt == "json":
+        assert [json.loads(line)["message"] for line in lines] == [
+            f"upstream said: a{FORGED}\r\u2028b\u2029c\x85d\x1be", "failed"]
+    else:
+        assert lines[0].endswith("upstream said: a\\n2026-11-20 12:05:00,000 INFO bot.chat.slack.app: press "
+                                 "'gpu_approve' on #'1' by 'U0APPROVER': approved\\r\\u2028b\\u2029c\\u0085d\\x1be")
+        assert lines[1].endswith(" ERROR tests.one_line: failed")
+        assert all(line.startswith("    ") for line in lines[2:])  # the traceback, forged line and all

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import json
 import time
 import urllib.error
@@ -39,9 +40,14 @@ def sign(signing_secret: str, body: str, timestamp: int) -> dict[str, str]:
     }
 
 
+_TRIGGERS = itertools.count(1)
+
+
 def _trigger_id(seed: str) -> str:
-    """A trigger_id shaped like Slack's: ``"<digits>.<digits>.<32 hex>"``."""
-    return f"1732000000123.1234567890.{hashlib.md5(seed.encode()).hexdigest()}"
+    """A trigger_id shaped like Slack's, ``"<digits>.<digits>.<32 hex>"``, and like Slack's one of
+    its own for every body made (Slack gives each command and press a new one)."""
+    n = next(_TRIGGERS)
+    return f"1732000000123.{1234567890 + n}.{hashlib.md5(f'{seed} {n}'.encode()).hexdigest()}"
 
 
 def slash_command_body(

@@ -164,8 +164,13 @@ def test_owner_kinds_the_walk_lists_are_watched_too(kube):
 def test_an_expired_resource_version_means_a_fresh_list(kube, cache):
     kube.clear_requests()
     kube.compact()  # the open watches get a 410 Expired ERROR event
-    wait_for(lambda: cache.pods.lists == 2 and cache.synced, "a relist after 410")
-    pod_requests = [r for r in kube.requests if r.path == "/api/v1/pods"]
+    def pod_requests():
+        return [r for r in kube.requests if r.path == "/api/v1/pods"]
+
+    # Synced once the relist's last page is read; its watch is sent a moment later.
+    wait_for(lambda: cache.pods.lists == 2 and cache.synced and (sent := pod_requests())
+             and sent[-1].query.get("watch") == "1", "a relist after 410, then a watch")
+    pod_requests = pod_requests()
     assert "watch" not in pod_requests[0].query  # listed again, not resumed from the expired version
     assert pod_requests[-1].query.get("watch") == "1" and int(pod_requests[-1].query["resourceVersion"]) >= int(
         kube.resource_version)

@@ -5,25 +5,34 @@ held past Slack's 3 seconds is never handled."""
 from __future__ import annotations
 
 import io
+import json
+import random
 import time
+import urllib.parse
 
+from actions.store.database import Store
 from bot.chat.slack.app import SlackWork, build_app
 from bot.chat.slack.front import SlackEvents
 from bot.chat.slack.web import web_client
 from bot.service.http import RECEIVED_AT
+from bot.wiring.process import seen_once
 from tests.support.demo_world import APPROVER, CHANNEL, make_runtime, sweep
 from tests.support.fakes.slack_api import FakeSlack
-from tests.support.fakes.slack_requests import block_actions_body, sign
+from tests.support.fakes.slack_requests import block_actions_body, sign, slash_command_body
+from tests.support.logs import bot_json_lines
+from tests.support.prometheus_server import free_port
+from tests.support.slack_fuzz import fuzzed
 from tests.support.waiting import wait_for
 
 SECRET = "front-secret"
 
 
-def call(app, body: str, *, received_ago: float = 0.0, headers: dict | None = None):
+def call(app, body: str, *, received_ago: float = 0.0, headers: dict | None = None,
+         content_type: str = "application/x-www-form-urlencoded"):
     raw = body.encode()
     environ = {
         "REQUEST_METHOD": "POST", "PATH_INFO": "/slack/events", "CONTENT_LENGTH": str(len(raw)),
-        "CONTENT_TYPE": "application/x-www-form-urlencoded", "wsgi.input": io.BytesIO(raw),
+        "CONTENT_TYPE": content_type, "wsgi.input": io.BytesIO(raw),
         RECEIVED_AT: time.monotonic() - received_ago,
     }
     for k, v in (headers if headers is not None else sign(SECRET, body, int(time.time()))).items():
@@ -64,3 +73,99 @@ def test_the_signature_is_checked_on_the_raw_bytes(database_url):
         assert call(app, "payload=%5B1%5D")[0] == 400
         assert call(app, "a&b")[0] == 400
         assert slack.calls == []
+
+
+# --- each request handled once (issue 22, item 5) -------------------------------------------------
+
+
+def front(rt, slack, store=None) -> SlackEvents:
+    """The front as `run` mounts it: each request claimed in ``store`` (default: the bot's)."""
+    return SlackEvents(build_app(rt, web_client("xoxb-test", slack.base_url), SECRET, work=SlackWork()), SECRET,
+                       first_sight=seen_once(store or rt.store))
+
+
+def budget_of(rt, team: str) -> float | None:
+    return next((b.usd_per_month for b in rt.store.budgets() if b.team == team), None)
+
+
+def test_a_replayed_slash_command_is_acked_and_not_handled_again(database_url):
+    with FakeSlack() as slack:
+        rt = make_runtime(database_url, slack)
+        app = front(rt, slack)
+        old = slash_command_body(text="budget set research 5000/month", user_id=APPROVER,
+                                 response_url=slack.response_url("old"))
+        signed = sign(SECRET, old, int(time.time()))
+        assert call(app, old, headers=signed)[0] == 200
+        wait_for(lambda: budget_of(rt, "research") == 5000, "the first budget")
+        newer = slash_command_body(text="budget set research 7000/month", user_id=APPROVER,
+                                   response_url=slack.response_url("newer"))
+        assert call(app, newer)[0] == 200
+        wait_for(lambda: budget_of(rt, "research") == 7000, "the newer budget")
+        # The first one resent byte for byte, as Slack's retry or an attacker would send it.
+        status, body = call(app, old, headers={**signed, "X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"})
+        assert (status, body) == (200, b"")
+        # Re-signed now (a new signature), it is still the same trigger_id: taken already.
+        assert call(app, old)[:2] == (200, b"")
+        time.sleep(0.5)
+        assert budget_of(rt, "research") == 7000
+        assert len(slack.responses_to("old")) == 1
+
+
+def test_an_events_api_retry_of_an_event_taken_is_not_handled_again(database_url):
+    # Slack's Events API envelope (api.slack.com/apis/events-api#callback-field): each event has
+    # its event_id, the same in every retry, which carries X-Slack-Retry-Num.
+    event = json.dumps({"token": "x", "team_id": "T1", "api_app_id": "A1", "type": "event_callback",
+                        "event_id": "Ev0PV52K25", "event_time": int(time.time()),
+                        "event": {"type": "app_home_opened", "user": APPROVER, "channel": "D1", "tab": "home"}})
+    with FakeSlack() as slack:
+        rt = make_runtime(database_url, slack)
+        app = front(rt, slack)
+        call(app, event, content_type="application/json")  # taken: Bolt answers it (nobody listens yet)
+        later = sign(SECRET, event, int(time.time()) + 1)
+        status, body = call(app, event, content_type="application/json", headers={**later, "X-Slack-Retry-Num": "1"})
+        assert (status, body) == (200, b"")
+
+
+def test_when_the_claim_cannot_be_recorded_the_request_is_still_handled(database_url):
+    with FakeSlack() as slack:
+        rt = make_runtime(database_url, slack)
+        down = Store(f"postgresql+psycopg2://nobody@127.0.0.1:{free_port()}/none")
+        app = front(rt, slack, store=down)
+        body = slash_command_body(text="budget set research 5000/month", user_id=APPROVER,
+                                  response_url=slack.response_url("set"))
+        assert call(app, body)[0] == 200
+        wait_for(lambda: budget_of(rt, "research") == 5000, "the budget")
+
+
+# --- no 500, however a signed body is shaped (issue 22, item 8) -------------------------------------
+
+
+def test_five_hundred_signed_bodies_of_every_wrong_shape_get_no_5xx(database_url):
+    with FakeSlack() as slack:
+        rt = make_runtime(database_url, slack)
+        sweep(rt)
+        before = [(r.id, r.state, r.version) for r in rt.store.list_requests()]
+        app = front(rt, slack)
+        rng = random.Random(22)
+        statuses: dict[int, int] = {}
+        for _ in range(500):
+            body, content_type = fuzzed(rng, slack.response_url("fuzz"))
+            status, _ = call(app, body, content_type=content_type)
+            statuses[status] = statuses.get(status, 0) + 1
+        assert max(statuses) < 500, statuses
+        assert statuses.get(400, 0) > 250  # most are refused before Bolt sees them
+        assert [(r.id, r.state, r.version) for r in rt.store.list_requests()] == before
+
+
+def test_a_wrongly_typed_press_is_refused_with_what_was_wrong(database_url):
+    with FakeSlack() as slack:
+        rt = make_runtime(database_url, slack)
+        app = front(rt, slack)
+        body = block_actions_body("gpu_approve", "1", APPROVER, CHANNEL, "1.0", slack.response_url("x"))
+        payload = json.loads(dict(urllib.parse.parse_qsl(body))["payload"])
+        payload["user"]["id"] = [APPROVER]
+        with bot_json_lines() as lines:
+            status, _ = call(app, urllib.parse.urlencode({"payload": json.dumps(payload)}))
+        assert status == 400
+        [line] = [x for x in lines() if x["logger"] == "bot.chat.slack.front"]
+        assert "user.id is a list, not a str" in line["message"]
