@@ -13,9 +13,9 @@ from datetime import timedelta
 import sqlalchemy.exc
 
 from actions.alerts.alert import snooze_family
-from bot.chat.approvals import NOT_RECORDED, Outcome
 from bot.chat.blocks import plain, short_time
 from bot.chat.blocks.alerts import snoozed_message
+from bot.chat.outcomes import NOT_RECORDED, Outcome
 from bot.runtime.chat import ChatError, Message, MessageRef
 from bot.runtime.runtime import Runtime
 

@@ -5,7 +5,9 @@ whether the request is still open, moves it with one atomic conditional UPDATE (
 acts once), and only then acts: Approve re-checks the evidence and applies the action through the
 cluster writer, Restore undoes it exactly. Every press is an AuditEvent: allowed, refused, too
 late (``-ignored``), beaten by another press (``-lost-race``) or on an id that names no request
-(``-unknown``). A press the database cannot record is answered "not recorded, press again".
+(``-unknown``). A press the database cannot record is answered "not recorded, press again"; one
+whose change had gone out to the cluster when the database failed is answered that the change may
+have been made, and its request is settled from the cluster once the database answers.
 
 An action is bounded in time (``rt.timeouts``): a re-check slower than its budget leaves the
 cluster alone, and the request's ``deadline_at`` says when nothing this replica sent can land any
@@ -19,7 +21,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import sqlalchemy.exc
@@ -31,29 +32,11 @@ from actions.store.requests import ActionRequest
 from actions.store.states import RequestState
 from bot.chat.blocks import plain, short_time
 from bot.chat.blocks.proposals import APPROVE, DENY, EXEMPT, RESTORE, SNOOZE
+from bot.chat.outcomes import MAY_HAVE_CHANGED, NOT_RECORDED, SHUTTING_DOWN, VERBS, Outcome
 from bot.chat.proposals import SYSTEM, Proposals, finding_of
 from bot.runtime.runtime import Runtime, UnknownCluster
 
 log = logging.getLogger(__name__)
-
-SHUTTING_DOWN = "The bot is restarting, so nothing was changed. Press {verb} again in a minute."
-NOT_RECORDED = (
-    ":warning: Not recorded: the bot's database is unavailable ({error}). Nothing was changed by this "
-    "press; press {verb} again in a minute."
-)
-
-
-_VERBS = {APPROVE: "Approve", SNOOZE: "Snooze", EXEMPT: "Exempt", DENY: "Deny", RESTORE: "Restore"}
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """The answer to a press: ``ok`` when the request changed; ``message`` is shown to the
-    presser only (ephemeral)."""
-
-    ok: bool
-    message: str
-
 
 class Approvals:
     """Handles the presses on proposals (:meth:`press`), on behalf of Slack user ids."""
@@ -268,23 +251,37 @@ class Approvals:
             return Outcome(False, f"Request #{request_id} failed: {plain(e)}")
         if self.rt.metrics:
             self.rt.metrics.action_applied(action.verb.value)
-        self._settle(
-            request_id, "approved", "done", now, event="applied",
-            detail={"action": to_jsonable(action), "undo": undo}, undo_json=json.dumps(undo),
-            note=f"Done: {action.summary}.",
-        )
+        try:
+            self._settle(
+                request_id, "approved", "done", now, event="applied",
+                detail={"action": to_jsonable(action), "undo": undo}, undo_json=json.dumps(undo),
+                note=f"Done: {action.summary}.",
+            )
+        except sqlalchemy.exc.SQLAlchemyError as e:
+            return self._unrecorded(request_id, e)
         return Outcome(True, f"Request #{request_id}: {plain(action.summary)}.")
+
+    @staticmethod
+    def _unrecorded(request_id: int, error: Exception) -> Outcome:
+        """The change went out and its outcome could not be stored: the request stays approved,
+        settled from the cluster once its deadline passes (:meth:`Proposals.settle`)."""
+        first = str(getattr(error, "orig", None) or error).strip().splitlines()[0][:200]
+        log.warning("request %s: the change went out, its outcome not recorded: %s", request_id, first)
+        return Outcome(False, MAY_HAVE_CHANGED.format(id=request_id, error=plain(first)))
 
     def _uncertain(self, request_id: int, error: ExecutorError) -> Outcome:
         """The patch went out and no answer came: record that the outcome is unknown, for
         :meth:`Proposals.settle` to read back within ``timeouts.settle`` seconds."""
         now = self.rt.clock()
         settle = self.rt.timeouts.settle
-        self._settle(
-            request_id, "approved", "uncertain", now, event="apply-uncertain", detail={"error": str(error)},
-            deadline_at=now + timedelta(seconds=settle),
-            note=f"No answer from the cluster ({error}); reading the target back to see whether it changed.",
-        )
+        try:
+            self._settle(
+                request_id, "approved", "uncertain", now, event="apply-uncertain", detail={"error": str(error)},
+                deadline_at=now + timedelta(seconds=settle),
+                note=f"No answer from the cluster ({error}); reading the target back to see whether it changed.",
+            )
+        except sqlalchemy.exc.SQLAlchemyError as e:
+            return self._unrecorded(request_id, e)
         return Outcome(
             False,
             f"Request #{request_id}: the cluster did not answer in time, so whether it changed is not known yet. "
@@ -412,7 +409,7 @@ class Approvals:
             shown = str(value)[:100]
 
             def refuse() -> Outcome:
-                verb = _VERBS.get(action_id, "press").lower()
+                verb = VERBS.get(action_id, "press").lower()
                 now = self.rt.clock()
                 self.rt.store.audit(None, actor=user, event=f"{verb}-unknown", now=now, detail={"value": shown})
                 return Outcome(False, f"This button carries no request id ({plain(repr(shown))}); nothing was changed.")
@@ -440,4 +437,4 @@ class Approvals:
             # approved is settled from the cluster once its deadline passes.
             first = str(getattr(e, "orig", None) or e).strip().splitlines()[0][:200]
             log.warning("press %s not recorded: %s", action_id, first)
-            return Outcome(False, NOT_RECORDED.format(error=plain(first), verb=_VERBS.get(action_id, "the button")))
+            return Outcome(False, NOT_RECORDED.format(error=plain(first), verb=VERBS.get(action_id, "the button")))

@@ -18,11 +18,12 @@ from typing import Any, Callable, TextIO
 from actions.model.times import utc_now
 from bot.chat.alert_snooze import DEFAULT_SNOOZE_SECONDS
 from bot.chat.alert_snooze import snooze as snooze_alert
-from bot.chat.approvals import Approvals, Outcome
+from bot.chat.approvals import Approvals
 from bot.chat.blocks.alerts import ALERT_SNOOZE, APPROVE_ALL
 from bot.chat.blocks.proposals import APPROVE, DENY, EXEMPT, RESTORE, SNOOZE
 from bot.chat.commands import CommandContext, dispatch
 from bot.chat.failures import explain
+from bot.chat.outcomes import Outcome
 from bot.runtime.chat import ChatError, Message, MessageRef
 from bot.runtime.runtime import Runtime
 

@@ -359,7 +359,7 @@ class Proposals:
         ``approved``/``restoring`` past its ``deadline_at``: the acting process died) and record
         what the cluster shows (:func:`settle_outcome`), with a ``recovered`` audit event and its
         message updated. ``why`` starts the note (default: "The API server did not answer" for
-        uncertain requests, "The bot stopped while acting" for the others). A target that cannot
+        uncertain requests, "The bot stopped or lost its database" for the others). A target that cannot
         be read is left for the next round. Returns counts by the state each request moved to,
         plus ``waiting`` (still inside their window) and ``unchecked`` (unreadable)."""
         counts: dict[str, int] = {}
@@ -379,7 +379,7 @@ class Proposals:
                 counts["unchecked"] = counts.get("unchecked", 0) + 1
                 continue
             unanswered = req.state == RequestState.UNCERTAIN
-            reason = why or ("The API server did not answer" if unanswered else "The bot stopped while acting")
+            reason = why or ("The API server did not answer" if unanswered else "The bot stopped or lost its database")
             outcome = settle_outcome(req, current, now, reason)
             if outcome is None:
                 counts["waiting"] = counts.get("waiting", 0) + 1

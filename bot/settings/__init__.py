@@ -3,8 +3,9 @@
 Precedence, highest first: environment variables (``GPU_COST_BOT_`` prefix, ``__`` between nested
 keys, e.g. ``GPU_COST_BOT_PROMETHEUS__URL``), then the YAML file. Secrets are read only from the
 environment (``SLACK_BOT_TOKEN``, ``SLACK_APP_TOKEN``, ``SLACK_SIGNING_SECRET``,
-``PROMETHEUS_BEARER_TOKEN``); a YAML file that contains one is rejected, so a config file can be
-kept in git or a ConfigMap without leaking anything.
+``PROMETHEUS_BEARER_TOKEN``); a YAML file that contains one, a URL with a password or a header
+carrying a credential is rejected (:mod:`.secrets`), so a config file can be kept in git or a
+ConfigMap without leaking anything.
 
 :mod:`.model` holds the sections and their checks, :mod:`.loading` reads the file and the
 environment, :mod:`.cron` reads crontab lines. The settings import only ``actions``.

@@ -30,8 +30,6 @@ from actions.pricing.overrides import PriceOverrides
 from bot.settings.clusters import ClusterSettings, ClusterTarget, check_clusters, cluster_name_ok, targets
 from bot.settings.cron import digest_trigger
 
-SECRET_KEYS = ("slack_bot_token", "slack_app_token", "slack_signing_secret", "prometheus_bearer_token")
-
 
 def http_url(value: str, example: str) -> str:
     """``value`` when it is an http(s) URL with a host; else ValueError showing ``example``."""
@@ -64,7 +62,8 @@ def database_url(value: str) -> str:
 
 class PrometheusSettings(BaseModel):
     """Where the DCGM metrics are. ``headers`` are sent with every query (e.g. ``X-Scope-OrgID``
-    for Mimir or Thanos); a bearer token comes from ``PROMETHEUS_BEARER_TOKEN``."""
+    for Mimir or Thanos); a bearer token comes from ``PROMETHEUS_BEARER_TOKEN``. ``timeout_seconds``
+    bounds each query in all (connect and every read), ``max_response_bytes`` its answer (decoded)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -72,6 +71,7 @@ class PrometheusSettings(BaseModel):
     headers: dict[str, str] = Field(default_factory=dict)
     verify_tls: bool = True
     timeout_seconds: float = Field(30, gt=0)
+    max_response_bytes: int = Field(128 * 1024 * 1024, ge=1024 * 1024)
 
     @field_validator("url")
     @classmethod
@@ -107,6 +107,7 @@ class SlackSettings(BaseModel):
         description="Slack user or user group ids who approve cluster-level actions (deleting an empty node's NodeClaim)",
     )
     base_url: str | None = Field(None, description="Web API base URL; only for tests and proxies")
+    clock_skew_seconds: float = Field(2.0, ge=0, le=60, description="how far this host's clock may be from Slack's")
     sync_recent_days: float = Field(
         7, gt=0, description="how long after its last change a request's message is still kept in step, days"
     )

@@ -1,5 +1,5 @@
 """Secrets a config file must not hold, found before the file is read as settings: the token
-settings (:data:`~bot.settings.model.SECRET_KEYS`), a URL's password anywhere
+settings (:data:`SECRET_KEYS`), a URL's password anywhere
 (``prometheus.url: http://bot:s3cret@prom:9090``, ``database_url``), and a ``headers`` entry that
 carries a credential (``Authorization``, ``Proxy-Authorization``, ``Cookie``, or a name holding
 ``token``, ``secret``, ``password`` or ``api-key``). Each is refused with where to put it
@@ -15,9 +15,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from actions.text import shown_url
-from bot.settings.model import SECRET_KEYS
 
 ENV_PREFIX = "GPU_COST_BOT_"
+# The settings that are secrets themselves, read from the environment by their own names.
+SECRET_KEYS = ("slack_bot_token", "slack_app_token", "slack_signing_secret", "prometheus_bearer_token")
 _SECRET_HEADER = re.compile(r"^(authorization|proxy-authorization|cookie)$|token|secret|password|api-?key", re.I)
 
 

@@ -36,6 +36,7 @@ def telemetry_for(settings: Settings, target: ClusterTarget, store: Store | None
     p = settings.prometheus
     return PrometheusTelemetry(
         target.prometheus_url, target.headers, verify_tls=p.verify_tls, timeout_seconds=p.timeout_seconds,
+        max_response_bytes=p.max_response_bytes,
         scope=target.scope, state=None if store is None else ActivityStore(store), cluster=target.name,
     )
 

@@ -33,7 +33,8 @@ def prometheus_holds(s: Settings, target: ClusterTarget) -> str:
     from actions.sources.prometheus.api import PrometheusApi, series_counts
 
     api = PrometheusApi(target.prometheus_url, target.headers, verify_tls=s.prometheus.verify_tls,
-                        timeout_seconds=s.prometheus.timeout_seconds, attempts=1, scope=target.scope)
+                        timeout_seconds=s.prometheus.timeout_seconds, attempts=1, scope=target.scope,
+                        max_response_bytes=s.prometheus.max_response_bytes)
     n = series_counts(api, utc_now())
     held = (
         f"DCGM {n[ENGINE_ACTIVE]} {ENGINE_ACTIVE}, {n[GPU_UTIL]} {GPU_UTIL}, {n[POWER_USAGE]} {POWER_USAGE}; "

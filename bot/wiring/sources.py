@@ -26,11 +26,12 @@ from bot.settings.clusters import ClusterTarget
 
 def _prometheus(settings: Settings) -> dict[str, Any]:
     """The connection options every Prometheus reader shares: URL, headers (with the bearer
-    token), TLS verification."""
+    token), TLS verification, the largest answer read."""
     return {
         "url": settings.prometheus.url,
         "headers": settings.prometheus_headers(),
         "verify_tls": settings.prometheus.verify_tls,
+        "max_response_bytes": settings.prometheus.max_response_bytes,
     }
 
 
@@ -42,6 +43,7 @@ def telemetry_source(settings: Settings, telemetry_file: str | Path | None = Non
     p = _prometheus(settings)
     return PrometheusTelemetry(
         p["url"], p["headers"], verify_tls=p["verify_tls"], timeout_seconds=settings.prometheus.timeout_seconds,
+        max_response_bytes=p["max_response_bytes"],
         state=None if store is None else ActivityStore(store), cluster=settings.cluster_targets()[0].name,
     )
 
@@ -53,6 +55,7 @@ def kueue_metrics(settings: Settings, target: ClusterTarget | None = None) -> Ku
     return KueueMetrics(
         target.prometheus_url, target.headers, verify_tls=settings.prometheus.verify_tls,
         timeout_seconds=settings.prometheus.timeout_seconds, scope=target.scope,
+        max_response_bytes=settings.prometheus.max_response_bytes,
     )
 
 
@@ -69,7 +72,7 @@ def prometheus_usage(settings: Settings, target: ClusterTarget | None = None) ->
     return PrometheusUsage(
         target.prometheus_url, target.headers, verify_tls=settings.prometheus.verify_tls,
         timeout_seconds=settings.costs.query_timeout_seconds, team_label=settings.costs.team_label,
-        scope=target.scope,
+        scope=target.scope, max_response_bytes=settings.prometheus.max_response_bytes,
     )
 
 
@@ -114,5 +117,6 @@ def advice_setup(settings: Settings, target: ClusterTarget | None = None) -> Adv
     ``costs.query_timeout_seconds`` bounds them. Judged by the ``advice`` settings."""
     p = _prometheus(settings)
     url, headers, scope = (p["url"], p["headers"], None) if target is None else (target.prometheus_url, target.headers, target.scope)
-    api = PrometheusApi(url, headers, verify_tls=p["verify_tls"], timeout_seconds=settings.costs.query_timeout_seconds, scope=scope)
+    api = PrometheusApi(url, headers, verify_tls=p["verify_tls"], timeout_seconds=settings.costs.query_timeout_seconds,
+                        scope=scope, max_response_bytes=p["max_response_bytes"])
     return AdviceSetup(AdviceHistorySource(api), settings.advice)

@@ -11,7 +11,7 @@ import threading
 import pytest
 from sqlalchemy.engine import make_url
 
-from tests.support.bot_process import OTHER, stopped
+from tests.support.bot_process import NOTEBOOK_PATH, OTHER, stopped
 from tests.support.fakes.tcp_proxy import TcpProxy
 from tests.support.waiting import wait_for
 
@@ -86,5 +86,32 @@ def test_a_press_and_a_budget_set_during_a_database_outage_are_answered(make_pos
         wait_for(lambda: bot.store().get(req.id).state == "done", "the approve after the outage")
         assert bot.store().budget("research") is None
         assert not [line for line in bot.log_lines() if "exc_info" in line and "press" in line["message"]]
+    finally:
+        proxy.close()
+
+
+@pytest.mark.postgres
+def test_a_database_lost_after_the_patch_went_out_is_answered_truthfully(make_postgres_bot, postgres_url, kube):
+    # Issue 22, item 6: the PATCH reaches the API server, then the store is gone before the press
+    # is recorded as done. The presser must not read "nothing was changed".
+    url = make_url(postgres_url)
+    proxy = TcpProxy((url.host or "127.0.0.1", url.port or 5432))
+    try:
+        through = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+        bot = make_postgres_bot({"database_url": through, "actions": {"settle_seconds": 3}}).start()
+        req = bot.proposal()
+        kube.stall("PATCH", NOTEBOOK_PATH, seconds=2)
+        assert bot.press("gpu_approve", req.id, "cut")[0] == 200
+        wait_for(lambda: kube.stalling("PATCH", NOTEBOOK_PATH), "the PATCH to be on its way", 30)
+        proxy.cut()  # the store drops while the API server holds the PATCH, which then lands
+        (answer,) = bot.answers("cut", timeout=60)
+        assert "the change may have been made" in answer["text"] and "Do not press Approve again" in answer["text"]
+        assert "Nothing was changed" not in answer["text"]
+        assert stopped(kube)
+        proxy.heal()
+        # Once the store answers and the request's deadline has passed, it is settled from the cluster.
+        done = wait_for(lambda: (r := bot.store().get(req.id)).state == "done" and r, "the request settled", 120)
+        assert "The bot stopped or lost its database while acting; the cluster shows it done" in done.note
+        assert done.undo() is not None
     finally:
         proxy.close()

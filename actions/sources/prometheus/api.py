@@ -16,9 +16,13 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 from urllib3.util.retry import Retry
 
 from actions.model.telemetry import ENGINE_ACTIVE, GPU_UTIL, POWER_USAGE
+from actions.sources.bounded import ResponseTooLarge, bounded_reads
 from actions.sources.prometheus import wire as prometheus_wire
 from actions.sources.prometheus.scope import matcher, scoped
 from actions.text import shown_url
+
+# A 30-day matrix of 10,000 GPUs' hourly series is about 20 MB; the bot's pod has 1 GiB.
+DEFAULT_MAX_RESPONSE_BYTES = 128 * 1024 * 1024
 
 
 class TelemetryError(RuntimeError):
@@ -40,7 +44,9 @@ class PrometheusApi:
     (:func:`actions.text.shown_url`: credentials masked), in every error too.
 
     ``headers`` are sent with every request (e.g. ``Authorization``, ``X-Scope-OrgID``);
-    ``timeout_seconds`` bounds each request. Failures to connect are retried ``attempts`` times in
+    ``timeout_seconds`` bounds each request in all, connect and every read of its answer, and
+    ``max_response_bytes`` its answer's size (:mod:`actions.sources.bounded`: a Prometheus that
+    drips its answer, or sends gigabytes, is given up on). Failures to connect are retried ``attempts`` times in
     all with exponential backoff before TelemetryError is raised; a query that timed out is not
     retried (it would take as long again). ``requests`` counts the queries sent.
 
@@ -59,6 +65,7 @@ class PrometheusApi:
         timeout_seconds: float = 30,
         attempts: int = 3,
         scope: tuple[str, str] | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ):
         self._base = url.rstrip("/")
         self.url = shown_url(self._base)  # what messages and errors name: never its credentials
@@ -72,6 +79,7 @@ class PrometheusApi:
         # The client's session (its adapter mounted by it), which :meth:`vector`/:meth:`matrix` also use.
         self._session = requests.Session()
         self._session.verify = verify_tls
+        bounded_reads(self._session, max_response_bytes, timeout_seconds)
         # Retries belong to tenacity alone; urllib3's own would multiply with them.
         self._client = PrometheusConnect(
             url=self._base,
@@ -145,6 +153,12 @@ class PrometheusApi:
         where = {"url": self.url, "promql": promql}
         try:
             return retrying(fn)
+        except ResponseTooLarge as e:
+            raise TelemetryError(
+                f"Prometheus at {self.url} answered the {name} query with more than the bot reads ({e}): raise "
+                "prometheus.max_response_bytes if the pod's memory allows, or narrow the query (a cluster label)",
+                **where,
+            ) from e
         except requests.ReadTimeout as e:
             raise TelemetryError(
                 f"Prometheus at {self.url} did not answer the {name} query within {self._timeout:g} s "

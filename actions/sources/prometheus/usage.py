@@ -50,7 +50,7 @@ from actions.model.times import HOUR, floor_hour
 from actions.model.usage import DEFAULT_STEP_SECONDS, DailyUsage, NodeInfo, PodOwner, PodUsage, UsageData
 from actions.policy.rules import Policy
 from actions.sources.kube.objects import capacity_type
-from actions.sources.prometheus.api import PrometheusApi, TelemetryError
+from actions.sources.prometheus.api import DEFAULT_MAX_RESPONSE_BYTES, PrometheusApi, TelemetryError
 from actions.sources.prometheus.usage_promql import (
     CAPACITY_KEYS,
     NODE_LABELS,
@@ -272,11 +272,13 @@ class PrometheusUsage:
         team_label: str | None = "team",
         step_seconds: float = DEFAULT_STEP_SECONDS,
         scope: tuple[str, str] | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ):
         self.team_label = team_label
         self.step_seconds = step_seconds
         self.api = PrometheusApi(
             url, headers, verify_tls=verify_tls, timeout_seconds=timeout_seconds, attempts=attempts, scope=scope,
+            max_response_bytes=max_response_bytes,
         )
         self.url = self.api.url  # as shown: credentials masked
 

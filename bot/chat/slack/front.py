@@ -28,6 +28,7 @@ import hmac
 import json
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -35,6 +36,7 @@ from urllib.parse import parse_qs
 
 from slack_bolt import App, BoltRequest
 from slack_bolt.adapter.socket_mode import SocketModeHandler
+from slack_sdk.webhook import WebhookClient
 
 from bot.service.http import RECEIVED_AT
 
@@ -52,6 +54,8 @@ MAX_CLOCK_SKEW_SECONDS = 300
 # Slack shows an error when no ack came within 3 s; a request handled later than this after it
 # arrived is not handled (its ack would arrive past the limit).
 ACK_WITHIN_SECONDS = 2.5
+TOO_LATE = (":hourglass: That came too late to take (Slack waits 3 seconds for the bot, and it was busy), so nothing "
+            "was done. Press the button, or send the command, again.")
 _TIMESTAMP = re.compile(rb"^[0-9]{1,12}$")
 _SIGNATURE = re.compile(rb"^v0=[0-9a-f]{64}$")
 
@@ -59,11 +63,14 @@ _SIGNATURE = re.compile(rb"^v0=[0-9a-f]{64}$")
 class SlackEvents:
     """The WSGI application at ``/slack/events``: checks each request (see the module docstring)
     and hands the good ones to ``bolt``. ``max_body_bytes`` bounds the body read (the server
-    enforces it too); ``clock`` returns Unix seconds (Slack's timestamps)."""
+    enforces it too); ``clock`` returns Unix seconds (Slack's timestamps), which may differ from
+    Slack's by ``clock_skew_seconds``; ``reply(response_url, text)`` answers a request too late to
+    take (None: no answer)."""
 
     def __init__(
         self, bolt: App, signing_secret: str, *, max_body_bytes: int = 1024 * 1024,
         clock: Callable[[], float] = time.time, first_sight: FirstSight | None = None,
+        clock_skew_seconds: float = 2.0, reply: Callable[[str, str], None] | None = None,
     ):
         if not signing_secret:
             raise ValueError("HTTP mode needs the signing secret (SLACK_SIGNING_SECRET)")
@@ -72,6 +79,8 @@ class SlackEvents:
         self.max_body_bytes = max_body_bytes
         self.clock = clock
         self.first_sight = first_sight
+        self.clock_skew_seconds = clock_skew_seconds
+        self.reply = reply
 
     def __call__(self, environ: "WSGIEnvironment", start_response: "StartResponse") -> Iterable[bytes]:
         try:
@@ -91,11 +100,10 @@ class SlackEvents:
             ids = _request_ids(text, environ.get("CONTENT_TYPE", ""))
         except ValueError as e:
             return self._refuse(start_response, 400, f"a signed body that is not a Slack payload ({e})", environ)
-        received = environ.get(RECEIVED_AT)
-        if received is not None and time.monotonic() - received > ACK_WITHIN_SECONDS:
-            waited = time.monotonic() - received
-            why = f"handled {waited:.1f} s after it arrived, too late to ack"
-            return self._refuse(start_response, 503, why, environ)
+        late = self._too_late(environ)
+        if late:
+            self._tell_to_press_again(text, environ.get("CONTENT_TYPE", ""))
+            return self._refuse(start_response, 503, late, environ)
         if not self._first_sight(environ, ids):
             return self._taken(start_response, environ)
         headers = {k[5:].replace("_", "-").lower(): v for k, v in environ.items() if k.startswith("HTTP_")}
@@ -133,6 +141,29 @@ class SlackEvents:
         if not hmac.compare_digest(expected, signature):
             return "a wrong signature"
         return None
+
+    def _too_late(self, environ: "WSGIEnvironment") -> str | None:
+        """Why the request can no longer be acked in time, or None: handled more than
+        :data:`ACK_WITHIN_SECONDS` after the server read it, or after Slack sent it (its timestamp,
+        our clock allowed ``clock_skew_seconds`` of difference): a request slow clients kept
+        waiting for a connection slot counts from when Slack sent it."""
+        received = environ.get(RECEIVED_AT)
+        if received is not None and time.monotonic() - received > ACK_WITHIN_SECONDS:
+            return f"handled {time.monotonic() - received:.1f} s after it arrived, too late to ack"
+        sent = int(environ["HTTP_X_SLACK_REQUEST_TIMESTAMP"])
+        # Slack's timestamp has whole seconds: up to one more is no lateness.
+        age = self.clock() - sent
+        if age > ACK_WITHIN_SECONDS + 1 + self.clock_skew_seconds:
+            return f"handled {age:.1f} s after Slack sent it, too late to ack"
+        return None
+
+    def _tell_to_press_again(self, text: str, content_type: str) -> None:
+        """A press or command too late to take: its presser saw Slack's error, and is told through
+        the request's ``response_url`` (when it has one) that nothing was done, off this thread."""
+        url = _response_url(text, content_type)
+        if not url or self.reply is None:
+            return
+        threading.Thread(target=self.reply, args=(url, TOO_LATE), name="too-late-reply", daemon=True).start()
 
     def _first_sight(self, environ: "WSGIEnvironment", ids: list[str]) -> bool:
         """Whether this request is new: claimed now under its signature and ``ids``."""
@@ -205,6 +236,18 @@ def _request_ids(text: str, content_type: str) -> list[str]:
     return _ids("trigger", (form.get("trigger_id") or [None])[0])
 
 
+def _response_url(text: str, content_type: str) -> str | None:
+    """The ``response_url`` of a slash command or an interaction (already checked to parse)."""
+    if content_type.split(";")[0].strip().lower() == "application/json":
+        return None
+    form = parse_qs(text, keep_blank_values=True, max_num_fields=200)
+    if "payload" in form:
+        url = _json(form["payload"][0]).get("response_url")  # type: ignore[union-attr]
+    else:
+        url = (form.get("response_url") or [None])[0]
+    return url if isinstance(url, str) and url.startswith(("https://", "http://")) else None
+
+
 def _json(text: str) -> object:
     try:
         return json.loads(text)
@@ -227,11 +270,23 @@ def _ids(kind: str, value: object) -> list[str]:
 
 def events_route(
     bolt: App, signing_secret: str, *, max_body_bytes: int = 1024 * 1024, first_sight: FirstSight | None = None,
+    clock_skew_seconds: float = 2.0,
 ) -> dict[str, "WSGIApplication"]:
     """``{"/slack/events": app}``: Slack's Events API, slash commands and button presses, checked
-    by :class:`SlackEvents` (each handled once when ``first_sight`` is given) and then handled by
-    Bolt. Raises ValueError without a signing secret."""
-    return {SLACK_EVENTS_PATH: SlackEvents(bolt, signing_secret, max_body_bytes=max_body_bytes, first_sight=first_sight)}
+    by :class:`SlackEvents` (each handled once when ``first_sight`` is given; one too late answered
+    through its ``response_url``) and then handled by Bolt. Raises ValueError without a signing
+    secret."""
+    return {SLACK_EVENTS_PATH: SlackEvents(
+        bolt, signing_secret, max_body_bytes=max_body_bytes, first_sight=first_sight,
+        clock_skew_seconds=clock_skew_seconds, reply=_reply_ephemeral,
+    )}
+
+
+def _reply_ephemeral(response_url: str, text: str) -> None:
+    try:
+        WebhookClient(response_url, timeout=5).send(text=text, response_type="ephemeral", replace_original=False)
+    except Exception as e:  # noqa: BLE001 - the answer to a late request is a courtesy, never a crash
+        log.warning("could not tell a late request's sender (%s): %s", type(e).__name__, str(e)[:200])
 
 
 class ScopedSocketModeHandler(SocketModeHandler):

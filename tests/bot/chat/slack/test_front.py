@@ -12,7 +12,7 @@ import urllib.parse
 
 from actions.store.database import Store
 from bot.chat.slack.app import SlackWork, build_app
-from bot.chat.slack.front import SlackEvents
+from bot.chat.slack.front import SLACK_EVENTS_PATH, SlackEvents, events_route
 from bot.chat.slack.web import web_client
 from bot.service.http import RECEIVED_AT
 from bot.wiring.process import seen_once
@@ -169,3 +169,22 @@ def test_a_wrongly_typed_press_is_refused_with_what_was_wrong(database_url):
         assert status == 400
         [line] = [x for x in lines() if x["logger"] == "bot.chat.slack.front"]
         assert "user.id is a list, not a str" in line["message"]
+
+
+def test_a_press_slack_sent_too_long_ago_is_not_taken_and_its_presser_told(database_url):
+    # Issue 22, item 1: a press that waited for a connection slot (slow clients held them) arrives
+    # fresh to the server but 6 s after Slack sent it; Slack showed its presser an error at 3 s.
+    with FakeSlack() as slack:
+        rt = make_runtime(database_url, slack)
+        sweep(rt)
+        (req,) = rt.store.list_requests()
+        app = events_route(build_app(rt, web_client("xoxb-test", slack.base_url), SECRET, work=SlackWork()), SECRET,
+                           first_sight=seen_once(rt.store))[SLACK_EVENTS_PATH]
+        body = block_actions_body("gpu_approve", str(req.id), APPROVER, CHANNEL, req.message_ts, slack.response_url("late"))
+        assert call(app, body, headers=sign(SECRET, body, int(time.time()) - 6))[0] == 503
+        (told,) = wait_for(lambda: slack.responses_to("late"), "the presser told")
+        assert told["text"].startswith(":hourglass: That came too late to take") and "nothing was done" in told["text"]
+        assert rt.store.get(req.id).state == "proposed"
+        # Within Slack's 3 s (and the allowed clock skew) the same press is taken.
+        assert call(app, body, headers=sign(SECRET, body, int(time.time()) - 2))[0] == 200
+        wait_for(lambda: rt.store.get(req.id).state == "done", "the approve")

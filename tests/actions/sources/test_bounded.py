@@ -1,0 +1,154 @@
+"""Upstream answers bounded in size and time (issue 22, items 2 and 3), through the real Prometheus
+client against small HTTP servers on 127.0.0.1 that misbehave as a hostile or broken upstream
+would: an answer dripped a byte at a time, one far over the size limit (declared, undeclared
+and chunked, and a gzip bomb), and a huge error body. The answer's shape is Prometheus's HTTP API
+(prometheus/prometheus web/api/v1: ``{"status": "success", "data": {"resultType": "vector",
+"result": [...]}}``)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from actions.sources.prometheus.api import PrometheusApi, TelemetryError
+from tests.support.clock import T0
+
+MiB = 1024 * 1024
+ANSWER = json.dumps({"status": "success", "data": {"resultType": "vector", "result": [
+    {"metric": {"__name__": "up", "job": "dcgm-exporter"}, "value": [T0.timestamp(), "1"]}]}}).encode()
+
+
+@contextmanager
+def upstream(behave) -> Iterator[tuple[str, dict]]:
+    """A server answering every GET with ``behave(handler, sent)``; ``sent["bytes"]`` counts the
+    body bytes it managed to write before the client went away."""
+    sent = {"bytes": 0}
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self):  # noqa: N802 - http.server's name
+            try:
+                behave(self, sent)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}", sent
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def write(handler, sent, data: bytes) -> None:
+    handler.wfile.write(data)
+    handler.wfile.flush()
+    sent["bytes"] += len(data)
+
+
+def drip(handler, sent):
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(ANSWER)))
+    handler.end_headers()
+    for b in ANSWER:
+        write(handler, sent, bytes([b]))
+        time.sleep(0.2)
+
+
+def flood(declared: bool, chunked: bool = False, status: int = 200):
+    def behave(handler, sent):
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        if declared:
+            handler.send_header("Content-Length", str(64 * MiB))
+        elif chunked:
+            handler.send_header("Transfer-Encoding", "chunked")
+        else:
+            handler.send_header("Connection", "close")
+        handler.end_headers()
+        block = b'{"status":"success","data":{"resultType":"vector","result":[' + b" " * (MiB - 60)
+        for _ in range(64):
+            data = block if not chunked else b"%x\r\n%s\r\n" % (len(block), block)
+            write(handler, sent, data)
+    return behave
+
+
+def gzip_bomb(handler, sent):
+    bomb = gzip.compress(b"[" * (256 * MiB), compresslevel=9)  # 256 MiB from about 250 KiB
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Encoding", "gzip")
+    handler.send_header("Content-Length", str(len(bomb)))
+    handler.end_headers()
+    write(handler, sent, bomb)
+
+
+def api(url: str, **options) -> PrometheusApi:
+    return PrometheusApi(url, timeout_seconds=options.pop("timeout_seconds", 2), attempts=1,
+                         max_response_bytes=options.pop("max_response_bytes", MiB), **options)
+
+
+def test_an_answer_in_time_and_in_size_is_read():
+    def answer(handler, sent):
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(ANSWER)))
+        handler.end_headers()
+        write(handler, sent, ANSWER)
+
+    with upstream(answer) as (url, _):
+        assert api(url).instant("up", "up", T0)[0]["metric"]["job"] == "dcgm-exporter"
+        assert api(url).vector("up", "up", T0, ("job",))[0].metric.job == "dcgm-exporter"
+
+
+@pytest.mark.parametrize("method", ["instant", "vector"])
+def test_an_answer_dripped_a_byte_at_a_time_is_given_up_at_the_deadline(method):
+    # Each byte comes well inside any per-read timeout; the whole would take 40 s.
+    with upstream(drip) as (url, sent):
+        started = time.monotonic()
+        with pytest.raises(TelemetryError) as info:
+            getattr(api(url), method)("idle", "up", T0, *((("job",),) if method == "vector" else ()))
+        took = time.monotonic() - started
+    assert "did not answer the idle query within 2 s" in str(info.value)
+    assert took < 3.5 and sent["bytes"] < len(ANSWER)
+
+
+@pytest.mark.parametrize("declared, chunked", [(True, False), (False, False), (False, True)],
+                         ids=["content-length", "until-close", "chunked"])
+def test_an_answer_over_the_limit_is_refused_after_reading_little_of_it(declared, chunked):
+    with upstream(flood(declared, chunked)) as (url, sent):
+        with pytest.raises(TelemetryError) as info:
+            api(url, timeout_seconds=30).instant("idle", "up", T0)
+    assert "answered the idle query with more than the bot reads" in str(info.value)
+    assert "prometheus.max_response_bytes" in str(info.value)
+    # Refused on its Content-Length, or within a read or two of the limit; the server's socket
+    # buffers take some more before the connection closes.
+    assert sent["bytes"] < 16 * MiB
+
+
+def test_a_gzip_bomb_is_refused_by_its_decoded_size():
+    with upstream(gzip_bomb) as (url, _):
+        with pytest.raises(TelemetryError) as info:
+            api(url, timeout_seconds=30).instant("idle", "up", T0)
+    assert "the answer passed the limit of 1,048,576 bytes" in str(info.value)
+
+
+def test_a_huge_error_body_never_reaches_a_message():
+    with upstream(flood(declared=False, status=500)) as (url, _):
+        with pytest.raises(TelemetryError) as info:
+            api(url, timeout_seconds=30, max_response_bytes=128 * MiB).instant("idle", "up", T0)
+    assert len(str(info.value)) < 1000
