@@ -22,15 +22,19 @@ RUN groupadd --system --gid 10001 bot \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin bot
 COPY --from=build /wheels /wheels
+# Every dependency at the version the tests last passed with (constraints.txt), not whatever is
+# newest on the day of the build.
+COPY constraints.txt /constraints.txt
 # The postgres extra: the ha overlay keeps its state in PostgreSQL.
 RUN whl="$(ls /wheels/gpu_cost_bot-*.whl)" \
- && pip install "${whl}[postgres]" \
+ && pip install -c /constraints.txt "${whl}[postgres]" \
  && rm -rf /wheels \
  && install -d -o 10001 -g 10001 /var/lib/gpu-cost-bot
 USER 10001:10001
 # SQLite's directory (the single overlay mounts its volume here).
 WORKDIR /var/lib/gpu-cost-bot
-EXPOSE 8080
+# Probes and /metrics; Slack's /slack/events in HTTP mode.
+EXPOSE 8080 3000
 # `docker run IMAGE` runs the bot; `docker run IMAGE check --config ...` any other command.
 ENTRYPOINT ["gpu-cost-bot"]
 CMD ["run"]

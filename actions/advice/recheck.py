@@ -62,7 +62,8 @@ def no_longer_holds(
                    f"{limits.engine_pct:.1f}% of the GPU")
     busy = _busy(resize, seen, container_busy)
     if limits.busy_gpus is not None and busy is not None and busy > limits.busy_gpus + 1e-9:
-        out.append(f"{plural(busy, 'GPU')} busy at once in the last {window}, more than the {limits.busy_gpus:g} advised")
+        out.append(f"{plural(busy, 'GPU')} busy at once in the last {window}, "
+                   f"more than the {limits.busy_gpus:g} advised")
     return "; ".join(out) or None
 
 

@@ -28,6 +28,7 @@ import urllib3
 from actions.model.findings import ProposedAction
 from actions.model.kube import ObjectRef
 from actions.remedy.patches import ExecutorError, check_target, plan_apply, plan_restore
+from actions.sources.bounded import BoundedPoolManager
 from actions.text import shown_url
 
 
@@ -38,16 +39,21 @@ def server_of(target: ObjectRef) -> tuple[str, str]:
     return user, server
 
 
+HUB_MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+
 class HubClient:
     """One Hub's REST API at ``api_url`` (``http://hub.jhub.svc:8081/hub/api``) with ``token``.
 
-    ``timeout_seconds`` bounds each request; ``settle_seconds`` how long a stop or start may stay
+    ``timeout_seconds`` bounds each request in all, connect and every read of its answer;
+    ``settle_seconds`` how long a stop or start may stay
     pending before the call gives up (the Hub finishes it on its own)."""
 
     def __init__(self, api_url: str, token: str, *, timeout_seconds: float = 10, settle_seconds: float = 60):
         self.api_url = api_url.rstrip("/")
         self._headers = {"Authorization": f"token {token}", "Content-Type": "application/json"}
-        self._http = urllib3.PoolManager(timeout=urllib3.Timeout(total=timeout_seconds), retries=False)
+        # Each call bounded in all, its answer read as it arrives (a Hub's answers are small).
+        self._http = BoundedPoolManager(urllib3.PoolManager(retries=False), HUB_MAX_RESPONSE_BYTES)
+        self._timeout = urllib3.Timeout(total=timeout_seconds)
         self.settle_seconds = settle_seconds
 
     def _path(self, user: str, server: str) -> str:
@@ -57,10 +63,12 @@ class HubClient:
     def _call(self, method: str, url: str, target: ObjectRef, body: Any = None) -> tuple[int, Any]:
         try:
             r = self._http.request(
-                method, url, headers=self._headers, body=None if body is None else json.dumps(body).encode()
+                method, url, headers=self._headers, body=None if body is None else json.dumps(body).encode(),
+                timeout=self._timeout,
             )
-        except urllib3.exceptions.HTTPError as e:
-            raise ExecutorError(f"{target}: cannot reach the JupyterHub API at {shown_url(self.api_url)}: {e}", target) from e
+        except (urllib3.exceptions.HTTPError, OSError) as e:
+            where = shown_url(self.api_url)
+            raise ExecutorError(f"{target}: cannot reach the JupyterHub API at {where}: {e}", target) from e
         try:
             data = json.loads(r.data) if r.data else None
         except ValueError:

@@ -177,7 +177,8 @@ class KubernetesWriter:
             current = self._get(action.target, "restore")
             patch = plan_restore(action, undo, current)
             try:
-                if patch is None or self._patch(action.target, patch, "restore", last=conflicts == _CONFLICT_ATTEMPTS - 1):
+                last = conflicts == _CONFLICT_ATTEMPTS - 1
+                if patch is None or self._patch(action.target, patch, "restore", last=last):
                     return
                 conflicts += 1
             except ExecutorError as e:

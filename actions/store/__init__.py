@@ -5,6 +5,6 @@
 :mod:`.price_cache`, :mod:`.budgets`, :mod:`.alerts` (alerts sent, once across replicas),
 :mod:`.job_runs`, :mod:`.ledger` (the usage ledger's tables), :mod:`.activity` (the sweep's
 activity state), :mod:`.bulk` (many requests in a few statements), :mod:`.facts` (what the store
-records about itself once), :mod:`.seen` (Slack requests taken, so a replay is not handled twice); :mod:`.schema` (what the
-tables share) and :mod:`.database` (:class:`~.database.Store`, all of them on one engine, and the
-migrations in ``migrations/``)."""
+records about itself once), :mod:`.seen` (Slack requests taken, so a replay is not handled
+twice); :mod:`.schema` (what the tables share) and :mod:`.database` (:class:`~.database.Store`,
+all of them on one engine, and the migrations in ``migrations/``)."""

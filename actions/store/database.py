@@ -40,7 +40,8 @@ _MIGRATE_LOCK = threading.Lock()
 
 
 class Store(
-    RequestStateMachine, MessageOutbox, AuditTrail, PriceCacheTable, Budgets, AlertLog, JobRuns, StoreFacts, SeenRequests,
+    RequestStateMachine, MessageOutbox, AuditTrail, PriceCacheTable, Budgets, AlertLog, JobRuns, StoreFacts,
+    SeenRequests,
 ):
     """Action requests, audit events, cached prices, budgets, alert records, the store's own
     facts (:mod:`actions.store.facts`) and the Slack requests taken (:mod:`actions.store.seen`) in

@@ -201,7 +201,9 @@ class Runtime:
         refused = self.gate(finding, cluster, now) if fresh is None else ()
         return dataclasses.replace(finding, action=None, report_reason="; ".join(refused)) if refused else fresh
 
-    def gate(self, finding: Finding, cluster: str, now: datetime, snapshot: ClusterSnapshot | None = None) -> tuple[str, ...]:
+    def gate(
+        self, finding: Finding, cluster: str, now: datetime, snapshot: ClusterSnapshot | None = None,
+    ) -> tuple[str, ...]:
         """Why the one gate (:func:`actions.detect.gate.refusals`, mode ``report`` included)
         refuses ``finding``'s action at ``now``, on ``snapshot`` or a fresh read of ``cluster`` (a
         request's ``cluster``): one sentence per guard, empty when it may go. Raises what the

@@ -173,13 +173,17 @@ tell a request that waited too long to be answered in time (Slack gives up after
 class HttpOptions:
     """How the server takes requests: ``threads`` run the application, ``backlog`` connections
     may wait to be accepted, a body over ``max_body_bytes`` is refused with 413 before it is
-    read, and an idle connection is closed after ``idle_timeout_seconds``."""
+    read, an idle connection is closed after ``idle_timeout_seconds``, and one whose request
+    (headers and body) has not all arrived ``read_deadline_seconds`` after its first byte is
+    closed too: a client that sends a header every few seconds is never idle, and would hold
+    one of the ``connection_limit`` slots for as long as it likes."""
 
     threads: int = 8
     backlog: int = 1024
     max_body_bytes: int = 1024 * 1024
     idle_timeout_seconds: float = 30.0
     connection_limit: int = 250
+    read_deadline_seconds: float = 10.0
 
 
 class _Parser(HTTPRequestParser):
@@ -215,6 +219,23 @@ class _Channel(HTTPChannel):
     error_task_class = _RefusedTask
 
 
+def _maintenance(server, read_deadline: float) -> Callable[[float], None]:  # noqa: ANN001 - a waitress server
+    """Waitress's own sweep of idle connections, and the closing of those whose request is still
+    arriving past ``read_deadline`` seconds (run on the I/O loop every ``cleanup_interval``)."""
+    idle = server.maintenance
+
+    def maintenance(now: float) -> None:
+        idle(now)
+        cutoff = time.monotonic() - read_deadline
+        for channel in list(server.active_channels.values()):
+            request = channel.request
+            if request is not None and not request.completed and request.received_at < cutoff:
+                log.warning("closed a connection from %s: its request took over %g s to arrive",
+                            channel.addr[0] if channel.addr else "?", read_deadline)
+                channel.will_close = True
+    return maintenance
+
+
 class HttpServer:
     """A WSGI application served on ``host:port`` by waitress (its threads run the application;
     reading requests and writing answers happens on one I/O loop, so a slow or stalled client
@@ -227,8 +248,11 @@ class HttpServer:
             app, host=host, port=port, threads=o.threads, backlog=o.backlog,
             max_request_body_size=o.max_body_bytes, channel_timeout=o.idle_timeout_seconds,
             connection_limit=o.connection_limit, clear_untrusted_proxy_headers=False, ident="gpu-cost-bot",
+            # The sweep of slow and idle connections runs this often (seconds).
+            cleanup_interval=max(1, int(o.read_deadline_seconds / 4)),
         )
         self._server.channel_class = _Channel
+        self._server.maintenance = _maintenance(self._server, o.read_deadline_seconds)
         self.host = host
         self.port: int = int(self._server.effective_port)
         self._stopping = threading.Event()

@@ -89,7 +89,8 @@ class KubernetesSettings(BaseModel):
     page_size: int = Field(500, ge=1, le=10000)
     # A hung API server must never hold a press, a sweep or a shutdown: every request, read or
     # patch, gives up after this many seconds.
-    timeout_seconds: float = Field(10, gt=0, le=120, description="seconds one request to the API server may take")
+    timeout_seconds: float = Field(10, gt=0, le=120, description="seconds one API server request may take in all")
+    max_response_bytes: int = Field(64 * 1024 * 1024, ge=1024 * 1024, description="the largest answer read, decoded")
 
 
 class SlackSettings(BaseModel):

@@ -34,7 +34,8 @@ def _instead(path: tuple[Any, ...], what: str) -> str:
     name = _env_name(path)
     if name:
         return f"set {what} in the environment as {name}"
-    return f"set {what} in the environment (a list item has no variable of its own: move it to the top level, or use a token variable)"
+    return (f"set {what} in the environment (a list item has no variable of its own: move it to the top level, "
+            "or use a token variable)")
 
 
 def _dotted(path: tuple[Any, ...]) -> str:

@@ -56,7 +56,7 @@ def cluster_parts(
     k = settings.kubernetes
     parts = []
     for target in settings.cluster_targets():
-        api = load_kube_config(target.kubeconfig, target.context)
+        api = load_kube_config(target.kubeconfig, target.context, max_response_bytes=k.max_response_bytes)
         cache = ClusterCache(api, page_size=k.page_size, timeout_seconds=k.timeout_seconds) if watch else None
         parts.append(ClusterParts(
             name=target.name,

@@ -55,7 +55,7 @@ def kubernetes_holds(s: Settings, target: ClusterTarget) -> str:
     the API server cannot be read."""
     from actions.sources.kube.reader import KubernetesSource, load_kube_config
 
-    api = load_kube_config(target.kubeconfig, target.context)
+    api = load_kube_config(target.kubeconfig, target.context, max_response_bytes=s.kubernetes.max_response_bytes)
     k = s.kubernetes
     snap = KubernetesSource(api, page_size=k.page_size, timeout_seconds=k.timeout_seconds).snapshot(utc_now())
     gpu_nodes = [n for n in snap.nodes.values() if n.gpu_capacity]

@@ -104,8 +104,10 @@ def slack_process(
         if not s.slack_signing_secret:
             raise SystemExit("slack.mode is http but SLACK_SIGNING_SECRET is not set")
         secret = s.slack_signing_secret.get_secret_value()
-        front = {"mounted": events_route(bolt, secret, max_body_bytes=s.server.max_body_bytes,
-                                         first_sight=seen_once(rt.store), clock_skew_seconds=s.slack.clock_skew_seconds)}
+        front = {"mounted": events_route(
+            bolt, secret, max_body_bytes=s.server.max_body_bytes, first_sight=seen_once(rt.store),
+            clock_skew_seconds=s.slack.clock_skew_seconds,
+        )}
     server = s.server
     return Process(
         store=rt.store, inflight=rt.inflight, metrics=metrics,

@@ -71,7 +71,8 @@ def cluster_access(settings: Settings, cluster_state: str | Path | None, *, watc
     if cluster_state:
         cluster = InMemoryCluster.from_kubectl_dump(read_kubectl_dump(cluster_state))
         return cluster, RoutingWriter(cluster, hubs)
-    api = load_kube_config(settings.kubernetes.kubeconfig, settings.kubernetes.context)
+    api = load_kube_config(settings.kubernetes.kubeconfig, settings.kubernetes.context,
+                           max_response_bytes=settings.kubernetes.max_response_bytes)
     k = settings.kubernetes
     cache = ClusterCache(api, page_size=k.page_size, timeout_seconds=k.timeout_seconds) if watch else None
     return (

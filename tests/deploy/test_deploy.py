@@ -63,7 +63,7 @@ KUBERNETES_VERSIONS = ("1.30.0", "latest")
 # Built-in kinds only: a CRD's objects (Kueue, Kubeflow) are never part of the install.
 CORE_KINDS = {
     "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-    "ConfigMap", "Service", "Deployment", "PersistentVolumeClaim", "PodDisruptionBudget",
+    "ConfigMap", "Service", "Deployment", "PersistentVolumeClaim", "PodDisruptionBudget", "NetworkPolicy",
 }
 # The bot reads these only from the environment (bot/settings.py); the ha overlay adds the
 # PostgreSQL URL, which carries a password.
@@ -231,14 +231,31 @@ def test_probes_hit_the_port_the_bot_serves(overlay, pod_settings):
         get = c[probe]["httpGet"]
         assert get["path"] == path
         assert ports.get(get["port"], get["port"]) == settings.server.port
-    [service_port] = one(overlay, "Service")["spec"]["ports"]
+    service = {p["name"]: p for p in one(overlay, "Service")["spec"]["ports"]}
     scrape = one(overlay, "Deployment")["spec"]["template"]["metadata"]["annotations"]
     assert (int(scrape["prometheus.io/port"]), scrape["prometheus.io/path"]) == (settings.server.port, "/metrics")
-    assert ports[service_port["targetPort"]] == settings.server.port
-    if settings.slack.mode == "http":  # Slack reaches /slack/events through the same Service port
-        assert settings.slack.http_port == settings.server.port
+    assert ports[service["http"]["targetPort"]] == settings.server.port
+    # Slack reaches /slack/events on a port of its own: the probes and /metrics are never on it.
+    assert ports[service["slack"]["targetPort"]] == settings.slack.http_port != settings.server.port
     grace = one(overlay, "Deployment")["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
     assert grace > settings.server.shutdown_grace_seconds
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_a_network_policy_lets_in_only_slack_and_the_scrape_and_out_only_what_the_bot_calls(overlay, pod_settings):
+    settings, _ = pod_settings(overlay)
+    policy = one(overlay, "NetworkPolicy")["spec"]
+    assert policy["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "gpu-cost-bot"}
+    assert sorted(policy["policyTypes"]) == ["Egress", "Ingress"]
+    slack_in, scrape_in = policy["ingress"]
+    assert [p["port"] for p in slack_in["ports"]] == ["slack"] and "from" not in slack_in
+    assert [p["port"] for p in scrape_in["ports"]] == ["http"]
+    assert scrape_in["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+    out = {p["port"] for rule in policy["egress"] for p in rule["ports"]}
+    prometheus = int(settings.prometheus.url.rsplit(":", 1)[1])
+    assert {53, 443, 6443, prometheus} <= out  # DNS, the API server and Slack, Prometheus
+    if overlay == "ha":
+        assert 5432 in out  # its PostgreSQL
 
 
 def test_single_is_one_replica_on_sqlite_with_a_volume(pod_settings):
@@ -811,3 +828,26 @@ def test_image_copies_only_what_exists_and_is_not_ignored():
     for data in ("actions/pricing/data/prices.json", "actions/store/migrations/env.py", "bot/demo_data/cluster.json"):
         assert (ROOT / data).exists() and not _ignored(data, patterns), data
     assert _ignored("tests/deploy/test_deploy.py", patterns) and _ignored("bot/__pycache__/x.pyc", patterns)
+
+
+def test_the_image_installs_every_dependency_at_a_pinned_version():
+    # Issue 22, item 9: the dependencies pinned by a constraints file the Dockerfile installs from.
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            assert version, f"{line!r} is not pinned with =="
+            pins[canonicalize_name(name)] = version
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = [Requirement(r) for r in (*project["dependencies"], *project["optional-dependencies"]["postgres"])]
+    for r in wanted:
+        name = canonicalize_name(r.name)
+        assert name in pins, f"{r.name} is not in constraints.txt"
+        assert r.specifier.contains(pins[name]), f"constraints.txt pins {r.name}=={pins[name]}, outside {r.specifier}"
+    final_stage = max(i.stage for i in dockerfile())
+    [install] = [i for i in dockerfile() if i.op == "RUN" and i.stage == final_stage and "pip install" in i.args]
+    assert "pip install -c /constraints.txt" in install.args
+    assert any(i.op == "COPY" and i.args.split() == ["constraints.txt", "/constraints.txt"] for i in dockerfile())

@@ -24,6 +24,7 @@ from kubernetes.client.exceptions import ApiException
 from actions.model.kube import KARPENTER_GROUP, KUBEFLOW_GROUP, KUEUE_GROUP, GpuPod, KubeObject, Node, NodePool, Tenant
 from actions.model.kueue import PendingPosition
 from actions.model.snapshot import ClusterSnapshot
+from actions.sources.bounded import BoundedPoolManager
 from actions.sources.kube import jobobjects, objects, structs, watch_cache
 from actions.sources.kube import visibility as kueue_visibility
 from actions.sources.kube.owners import LIST_ABOVE, OwnerReader
@@ -54,15 +55,21 @@ class ClusterConfigError(Exception):
     context asked for). The message says what was looked for and what to set."""
 
 
+# A page of 500 pods or nodes is a few MB; the bot's pod has 1 GiB.
+DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+
+
 def load_kube_config(
-    kubeconfig: str | None = None, context: str | None = None
+    kubeconfig: str | None = None, context: str | None = None, *, max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
 ) -> kubernetes.client.ApiClient:
     """An ApiClient for the cluster: the pod's service account when running in a pod and no
     ``kubeconfig`` is given, else ``kubeconfig`` (default ``$KUBECONFIG`` or ``~/.kube/config``)
     with ``context`` (default: its current context).
 
     A read that times out is not retried (a hung API server must not hold a press for several
-    timeouts); a refused connection is, three times. Raises ClusterConfigError when no usable
+    timeouts); a refused connection is, three times. Every answer but a watch's is read against
+    ``max_response_bytes`` and with the request's timeout as a deadline for the whole of it
+    (:class:`actions.sources.bounded.BoundedPoolManager`). Raises ClusterConfigError when no usable
     configuration is found.
     """
     cfg = kubernetes.client.Configuration()
@@ -84,7 +91,14 @@ def load_kube_config(
             f"({str(e).splitlines()[0] if str(e) else type(e).__name__}); set kubernetes.kubeconfig "
             "or KUBECONFIG, or read a dump with --cluster-state FILE"
         ) from e
-    return kubernetes.client.ApiClient(configuration=cfg)
+    return bounded_answers(kubernetes.client.ApiClient(configuration=cfg), max_response_bytes)
+
+
+def bounded_answers(api: kubernetes.client.ApiClient, max_response_bytes: int) -> kubernetes.client.ApiClient:
+    """``api`` with its answers read as :func:`load_kube_config` says."""
+    rest = api.rest_client
+    rest.pool_manager = BoundedPoolManager(rest.pool_manager, max_response_bytes)
+    return api
 
 
 def _status_message(e: ApiException) -> str:

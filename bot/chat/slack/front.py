@@ -109,14 +109,15 @@ class SlackEvents:
         headers = {k[5:].replace("_", "-").lower(): v for k, v in environ.items() if k.startswith("HTTP_")}
         headers["content-type"] = environ.get("CONTENT_TYPE", "")
         try:
-            response = self.bolt.dispatch(BoltRequest(body=text, query=environ.get("QUERY_STRING", ""), headers=headers))
+            request = BoltRequest(body=text, query=environ.get("QUERY_STRING", ""), headers=headers)
+            response = self.bolt.dispatch(request)
         except Exception:  # noqa: BLE001 - whatever a signed body does to Bolt, the answer is no 500
             log.exception("Bolt could not handle a signed request to %s", SLACK_EVENTS_PATH)
             return self._refuse(start_response, 400, "a signed body Bolt could not handle", environ)
         if response.status >= 500:
             # A listener raised before its ack (Bolt logged it): the request was not handled.
-            return self._refuse(start_response, 400, f"a signed body a listener could not handle (Bolt {response.status})",
-                                environ)
+            why = f"a signed body a listener could not handle (Bolt {response.status})"
+            return self._refuse(start_response, 400, why, environ)
         payload = (response.body or "").encode("utf-8")
         out = [(k, v) for k, values in response.headers.items() for v in values if k.lower() != "content-length"]
         status = f"{response.status} {_REASONS.get(response.status, 'Status')}"

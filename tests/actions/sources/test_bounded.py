@@ -152,3 +152,82 @@ def test_a_huge_error_body_never_reaches_a_message():
         with pytest.raises(TelemetryError) as info:
             api(url, timeout_seconds=30, max_response_bytes=128 * MiB).instant("idle", "up", T0)
     assert len(str(info.value)) < 1000
+
+
+# --- the Kubernetes API: the real kubernetes client, its answers bounded the same way --------------
+
+
+def kube_client(url: str, max_bytes: int = MiB):
+    import kubernetes.client
+
+    from actions.sources.kube.reader import bounded_answers
+
+    cfg = kubernetes.client.Configuration()
+    cfg.host = url
+    return bounded_answers(kubernetes.client.ApiClient(configuration=cfg), max_bytes)
+
+
+# A NodeList as the API server answers a list (k8s.io/api core/v1 NodeList), dripped.
+NODE_LIST = json.dumps({"kind": "NodeList", "apiVersion": "v1", "metadata": {"resourceVersion": "1"},
+                        "items": []}).encode()
+
+
+def kube_drip(handler, sent):
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(NODE_LIST)))
+    handler.end_headers()
+    for b in NODE_LIST:
+        write(handler, sent, bytes([b]))
+        time.sleep(0.2)
+
+
+def test_a_kubernetes_api_that_drips_its_answer_is_given_up_at_the_timeout():
+    from actions.sources.kube.reader import ClusterReadError, KubernetesSource
+
+    with upstream(kube_drip) as (url, sent):
+        started = time.monotonic()
+        with pytest.raises(ClusterReadError) as info:
+            KubernetesSource(kube_client(url), timeout_seconds=2).snapshot(T0)
+        took = time.monotonic() - started
+    assert "took longer than its timeout in all" in str(info.value)
+    assert took < 3.5 and sent["bytes"] < len(NODE_LIST)
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "until-close"])
+def test_a_kubernetes_answer_over_the_limit_is_refused(declared):
+    from actions.sources.kube.reader import ClusterReadError, KubernetesSource
+
+    with upstream(flood(declared)) as (url, sent):
+        with pytest.raises(ClusterReadError) as info:
+            KubernetesSource(kube_client(url), timeout_seconds=30).snapshot(T0)
+    assert "over the limit of 1,048,576" in str(info.value) or "passed the limit of 1,048,576 bytes" in str(info.value)
+    assert sent["bytes"] < 16 * MiB
+
+
+def test_the_writer_reads_through_the_same_bounds():
+    from actions.executors.kubernetes import KubernetesWriter
+    from actions.model.findings import ActionVerb, ProposedAction
+    from actions.model.kube import ObjectRef
+    from actions.remedy.patches import ExecutorError
+
+    stop = ProposedAction(ActionVerb.STOP_NOTEBOOK, ObjectRef("kubeflow.org/v1", "Notebook", "ml", "nb"), "stop")
+    with upstream(flood(declared=False)) as (url, _):
+        with pytest.raises(ExecutorError) as info:
+            KubernetesWriter(kube_client(url), timeout_seconds=30).apply(stop, T0)
+    assert "passed the limit of 1,048,576 bytes" in str(info.value) and not info.value.uncertain
+
+
+def test_a_jupyterhub_that_drips_its_answer_is_given_up_at_the_timeout():
+    from actions.executors.jupyterhub import HubClient
+    from actions.model.kube import JUPYTER_SERVER_API_VERSION, JUPYTER_SERVER_KIND, ObjectRef
+    from actions.remedy.patches import ExecutorError
+
+    target = ObjectRef(JUPYTER_SERVER_API_VERSION, JUPYTER_SERVER_KIND, "jhub", "alice/")
+    with upstream(drip) as (url, sent):  # JupyterHub's GET /users/{name} answer, a byte at a time
+        started = time.monotonic()
+        with pytest.raises(ExecutorError) as info:
+            HubClient(f"{url}/hub/api", "token", timeout_seconds=2).server(target)
+        took = time.monotonic() - started
+    assert "cannot reach the JupyterHub API" in str(info.value) and "took longer than its timeout" in str(info.value)
+    assert took < 3.5 and sent["bytes"] < len(ANSWER)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import socket
+import time
 import urllib.error
 import urllib.request
 
@@ -14,7 +16,7 @@ from actions.store.database import Store
 from bot.chat.slack.app import build_app
 from bot.chat.slack.front import events_route
 from bot.chat.slack.web import web_client
-from bot.service.http import serve_http, wsgi_app
+from bot.service.http import HttpOptions, serve_http, wsgi_app
 from bot.service.metrics import BotMetrics
 from bot.service.process import Readiness
 from tests.support.demo_world import make_runtime
@@ -153,5 +155,37 @@ def test_probe_only_app_has_no_slack_route_and_unknown_paths_are_404(scheduler, 
         assert get(f"{server.url}/nope")[0] == 404
         assert get(f"{server.url}/metrics", method="POST")[0] == 405
         assert get(f"{server.url}/readyz")[0] == 200
+    finally:
+        server.shutdown()
+
+
+def test_a_request_that_trickles_in_is_closed_at_the_read_deadline():
+    # Issue 22, item 1: a client that sends a header line every half second is never idle; it
+    # would hold a connection slot for as long as it likes. Its request must arrive in 2 s.
+    app = wsgi_app({}, ready=lambda: (True, "ok"))
+    server = serve_http(app, "127.0.0.1", 0, HttpOptions(read_deadline_seconds=2, idle_timeout_seconds=30))
+    try:
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        sock.sendall(b"POST /slack/events HTTP/1.1\r\nHost: bot\r\n")
+        started, closed_at = time.monotonic(), None
+        for i in range(40):
+            time.sleep(0.5)
+            try:
+                sock.sendall(f"X-Trickle-{i}: {i}\r\n".encode())
+                sock.setblocking(False)
+                if sock.recv(1) == b"":
+                    closed_at = time.monotonic()
+                    break
+            except BlockingIOError:
+                pass
+            except OSError:
+                closed_at = time.monotonic()
+                break
+            finally:
+                sock.setblocking(True)
+        sock.close()
+        assert closed_at is not None and closed_at - started < 5, "the trickling request was never closed"
+        # A well-behaved request is answered meanwhile and after.
+        assert urllib.request.urlopen(f"{server.url}/healthz", timeout=5).status == 200
     finally:
         server.shutdown()
