@@ -43,11 +43,12 @@ def deep_merge(base: dict, extra: dict) -> dict:
 
 
 class BotProcess:
-    """One ``gpu-cost-bot run`` process. ``config`` is merged over the defaults below."""
+    """One ``gpu-cost-bot run`` process. ``config`` is merged over the defaults below; ``env`` is
+    added to its environment."""
 
     def __init__(
         self, tmp_path: Path, database_url: str, slack: FakeSlack, kube: FakeKubeApi, prometheus_url: str,
-        *, config: dict | None = None, telemetry: Path = DEMO / "telemetry.json",
+        *, config: dict | None = None, telemetry: Path = DEMO / "telemetry.json", env: dict[str, str] | None = None,
     ):
         self.tmp, self.database_url, self.slack, self.kube = tmp_path, database_url, slack, kube
         self.port = free_port()
@@ -75,6 +76,7 @@ class BotProcess:
         self.config_path = tmp_path / "bot.yaml"
         self.config_path.write_text(json.dumps(deep_merge(defaults, config or {})))
         self.telemetry = telemetry
+        self.env = env or {}  # more environment: settings that may not be in the file (a URL with credentials)
         self.log_path = tmp_path / f"bot-{self.port}.log"
         self.proc: subprocess.Popen | None = None
         self._log = None
@@ -83,7 +85,7 @@ class BotProcess:
     # --- life cycle -------------------------------------------------------------------------------
 
     def start(self, timeout: float = 40) -> "BotProcess":
-        env = python_env({"SLACK_BOT_TOKEN": "xoxb-reliability", "SLACK_SIGNING_SECRET": SECRET})
+        env = python_env({"SLACK_BOT_TOKEN": "xoxb-reliability", "SLACK_SIGNING_SECRET": SECRET, **self.env})
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bot.cli", "run", "--config", str(self.config_path), "--telemetry", str(self.telemetry)],

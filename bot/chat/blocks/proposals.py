@@ -151,7 +151,7 @@ def proposal_message(f: Finding, status: RequestStatus) -> Message:
             f"{' · DRY RUN: the cluster will not be changed' if status.dry_run else ''}"
         )
     )
-    blocks.append(section(status_line(status)))
+    blocks.append(section(status_line(status, approvable=f.action is not None and f.handling.mode != "report")))
     buttons = buttons_for(
         status,
         has_action=f.action is not None and f.handling.mode != "report",
@@ -164,9 +164,13 @@ def proposal_message(f: Finding, status: RequestStatus) -> Message:
     return Message(text=text, blocks=blocks)
 
 
-def status_line(s: RequestStatus) -> str:
-    """``":white_check_mark: Done by <@U1> at 2026-11-20 12:05 UTC: Notebook stopped"``."""
+def status_line(s: RequestStatus, approvable: bool = True) -> str:
+    """``":white_check_mark: Done by <@U1> at 2026-11-20 12:05 UTC: Notebook stopped"``. A
+    proposal with nothing to approve (``approvable`` False: no action, or mode report) reads as
+    reported, not as awaiting approval."""
     line = _STATE_LINES.get(s.state, s.state)
+    if s.state == "proposed" and not approvable:
+        line = ":mag: Reported: nothing to approve"
     if s.state == "proposed" and s.act_at is not None:
         left = f" (in {duration(max(0.0, (s.act_at - s.now).total_seconds()))})" if s.now else ""
         line = (

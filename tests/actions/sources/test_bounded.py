@@ -9,82 +9,13 @@ from __future__ import annotations
 
 import gzip
 import json
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from actions.sources.prometheus.api import PrometheusApi, TelemetryError
 from tests.support.clock import T0
-
-MiB = 1024 * 1024
-ANSWER = json.dumps({"status": "success", "data": {"resultType": "vector", "result": [
-    {"metric": {"__name__": "up", "job": "dcgm-exporter"}, "value": [T0.timestamp(), "1"]}]}}).encode()
-
-
-@contextmanager
-def upstream(behave) -> Iterator[tuple[str, dict]]:
-    """A server answering every GET with ``behave(handler, sent)``; ``sent["bytes"]`` counts the
-    body bytes it managed to write before the client went away."""
-    sent = {"bytes": 0}
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_GET(self):  # noqa: N802 - http.server's name
-            try:
-                behave(self, sent)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}", sent
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def write(handler, sent, data: bytes) -> None:
-    handler.wfile.write(data)
-    handler.wfile.flush()
-    sent["bytes"] += len(data)
-
-
-def drip(handler, sent):
-    handler.send_response(200)
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", str(len(ANSWER)))
-    handler.end_headers()
-    for b in ANSWER:
-        write(handler, sent, bytes([b]))
-        time.sleep(0.2)
-
-
-def flood(declared: bool, chunked: bool = False, status: int = 200):
-    def behave(handler, sent):
-        handler.send_response(status)
-        handler.send_header("Content-Type", "application/json")
-        if declared:
-            handler.send_header("Content-Length", str(64 * MiB))
-        elif chunked:
-            handler.send_header("Transfer-Encoding", "chunked")
-        else:
-            handler.send_header("Connection", "close")
-        handler.end_headers()
-        block = b'{"status":"success","data":{"resultType":"vector","result":[' + b" " * (MiB - 60)
-        for _ in range(64):
-            data = block if not chunked else b"%x\r\n%s\r\n" % (len(block), block)
-            write(handler, sent, data)
-    return behave
+from tests.support.hostile_http import ANSWER, MiB, drip, flood, upstream, write
 
 
 def gzip_bomb(handler, sent):
