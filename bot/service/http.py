@@ -219,20 +219,38 @@ class _Channel(HTTPChannel):
     error_task_class = _RefusedTask
 
 
+# When every connection slot is taken, a connection idle or still sending its request this long
+# gives its slot up: a request from Slack (or an Ingress in front of the bot) arrives whole in
+# milliseconds.
+_SLOW_UNDER_PRESSURE_SECONDS = 1.0
+
+
 def _maintenance(server, read_deadline: float) -> Callable[[float], None]:  # noqa: ANN001 - a waitress server
     """Waitress's own sweep of idle connections, and the closing of those whose request is still
-    arriving past ``read_deadline`` seconds (run on the I/O loop every ``cleanup_interval``)."""
+    arriving past ``read_deadline`` seconds; when the connections reach the limit, also of those
+    idle or still sending their request for :data:`_SLOW_UNDER_PRESSURE_SECONDS`, so slow clients
+    cannot keep the slots from requests that arrive whole (run on the I/O loop every
+    ``cleanup_interval``)."""
     idle = server.maintenance
 
     def maintenance(now: float) -> None:
         idle(now)
-        cutoff = time.monotonic() - read_deadline
+        full = len(server._map) >= server.adj.connection_limit
+        mono = time.monotonic()
         for channel in list(server.active_channels.values()):
             request = channel.request
-            if request is not None and not request.completed and request.received_at < cutoff:
-                log.warning("closed a connection from %s: its request took over %g s to arrive",
-                            channel.addr[0] if channel.addr else "?", read_deadline)
-                channel.will_close = True
+            if channel.requests or channel.will_close:
+                continue  # a request being handled, or already on its way out
+            arriving = request is not None and not request.completed
+            started = request.received_at if arriving else mono - (now - channel.last_activity)
+            if arriving and started < mono - read_deadline:
+                why = f"its request took over {read_deadline:g} s to arrive"
+            elif full and started < mono - _SLOW_UNDER_PRESSURE_SECONDS:
+                why = "every connection slot was taken and it was slow or idle"
+            else:
+                continue
+            log.warning("closed a connection from %s: %s", channel.addr[0] if channel.addr else "?", why)
+            channel.will_close = True
     return maintenance
 
 
@@ -248,8 +266,8 @@ class HttpServer:
             app, host=host, port=port, threads=o.threads, backlog=o.backlog,
             max_request_body_size=o.max_body_bytes, channel_timeout=o.idle_timeout_seconds,
             connection_limit=o.connection_limit, clear_untrusted_proxy_headers=False, ident="gpu-cost-bot",
-            # The sweep of slow and idle connections runs this often (seconds).
-            cleanup_interval=max(1, int(o.read_deadline_seconds / 4)),
+            # The sweep of slow and idle connections runs every second.
+            cleanup_interval=1,
         )
         self._server.channel_class = _Channel
         self._server.maintenance = _maintenance(self._server, o.read_deadline_seconds)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import random
+import socket
 import threading
 import time
 from urllib.parse import urlencode
@@ -193,3 +194,54 @@ def test_a_replayed_budget_set_is_acked_and_ignored(sqlite_bot):
     time.sleep(1)
     assert {b.team: b.usd_per_month for b in bot.store().budgets()}["research"] == 7000
     assert len(bot.slack.responses_to("old")) == 1
+
+
+def test_slow_clients_holding_every_slot_neither_delay_acks_nor_get_a_late_press_acted_on(sqlite_bot, slack, kube):
+    # Issue 22, item 1: 300 connections (more than the server's 250 slots) that send a header line
+    # every second and reconnect when closed, while Slack's requests arrive whole.
+    bot = sqlite_bot
+    req = bot.proposal()
+    stop = threading.Event()
+    opened = [0]
+
+    def trickle(n: int) -> None:
+        sock = None
+        i = 0
+        while not stop.is_set():
+            try:
+                if sock is None:
+                    sock = socket.create_connection(("127.0.0.1", bot.port), timeout=5)
+                    sock.sendall(b"POST /slack/events HTTP/1.1\r\nHost: bot\r\nContent-Length: 10\r\n")
+                    opened[0] += 1
+                sock.sendall(f"X-Slow-{n}-{i}: {i}\r\n".encode())
+                i += 1
+            except OSError:
+                sock = None
+            stop.wait(1.0)
+        if sock is not None:
+            sock.close()
+
+    attackers = [threading.Thread(target=trickle, args=(n,), daemon=True) for n in range(300)]
+    for t in attackers:
+        t.start()
+    try:
+        time.sleep(3)  # every slot taken
+        acks = []
+        for i in range(20):
+            body = slash_command_body(text="help", user_id=f"U{i:04d}", response_url=slack.response_url(f"help-{i}"))
+            started = time.monotonic()
+            status = bot.signed(body, timeout=30)[0]
+            acks.append((status, time.monotonic() - started))
+            time.sleep(0.3)
+        # A press Slack sent 6 s ago (it waited for a slot): not acted on.
+        late = block_actions_body("gpu_approve", str(req.id), APPROVER, CHANNEL, req.message_ts, slack.response_url("late"))
+        late_status = bot.signed(late, timestamp=int(time.time()) - 6, timeout=30)[0]
+    finally:
+        stop.set()
+        for t in attackers:
+            t.join(10)
+    assert [s for s, _ in acks] == [200] * 20
+    assert max(took for _, took in acks) < 3.0, acks
+    assert late_status == 503 and bot.store().get(req.id).state == "proposed"
+    assert kube.changes() == []  # the proposal's dry run only: nothing changed
+    assert opened[0] > 300  # the slots were taken back, and the attackers came again
