@@ -53,14 +53,20 @@ def write(handler, sent, data: bytes) -> None:
     sent["bytes"] += len(data)
 
 
-def drip(handler, sent):
-    handler.send_response(200)
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", str(len(ANSWER)))
-    handler.end_headers()
-    for b in ANSWER:
-        write(handler, sent, bytes([b]))
-        time.sleep(0.2)
+def dripping(body: bytes, every: float = 0.2):
+    """An upstream answering ``body`` (JSON, its length declared) one byte every ``every`` seconds."""
+    def behave(handler, sent):
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        for b in body:
+            write(handler, sent, bytes([b]))
+            time.sleep(every)
+    return behave
+
+
+drip = dripping(ANSWER)
 
 
 def flood(declared: bool, chunked: bool = False, status: int = 200, mib: int = 64):

@@ -15,7 +15,7 @@ import pytest
 
 from actions.sources.prometheus.api import PrometheusApi, TelemetryError
 from tests.support.clock import T0
-from tests.support.hostile_http import ANSWER, MiB, drip, flood, upstream, write
+from tests.support.hostile_http import ANSWER, MiB, drip, dripping, flood, upstream, write
 
 
 def gzip_bomb(handler, sent):
@@ -103,20 +103,10 @@ NODE_LIST = json.dumps({"kind": "NodeList", "apiVersion": "v1", "metadata": {"re
                         "items": []}).encode()
 
 
-def kube_drip(handler, sent):
-    handler.send_response(200)
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", str(len(NODE_LIST)))
-    handler.end_headers()
-    for b in NODE_LIST:
-        write(handler, sent, bytes([b]))
-        time.sleep(0.2)
-
-
 def test_a_kubernetes_api_that_drips_its_answer_is_given_up_at_the_timeout():
     from actions.sources.kube.reader import ClusterReadError, KubernetesSource
 
-    with upstream(kube_drip) as (url, sent):
+    with upstream(dripping(NODE_LIST)) as (url, sent):
         started = time.monotonic()
         with pytest.raises(ClusterReadError) as info:
             KubernetesSource(kube_client(url), timeout_seconds=2).snapshot(T0)
