@@ -176,7 +176,8 @@ class HttpOptions:
     read, an idle connection is closed after ``idle_timeout_seconds``, and one whose request
     (headers and body) has not all arrived ``read_deadline_seconds`` after its first byte is
     closed too: a client that sends a header every few seconds is never idle, and would hold
-    one of the ``connection_limit`` slots for as long as it likes."""
+    one of the ``connection_limit`` slots for as long as it likes. While every slot is taken, a
+    connection idle or still sending its request for a second gives its slot up."""
 
     threads: int = 8
     backlog: int = 1024

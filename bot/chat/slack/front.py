@@ -97,12 +97,12 @@ class SlackEvents:
             return self._refuse(start_response, 401, problem, environ)
         try:
             text = body.decode("utf-8")
-            ids = _request_ids(text, environ.get("CONTENT_TYPE", ""))
+            ids, response_url = _request_ids(text, environ.get("CONTENT_TYPE", ""))
         except ValueError as e:
             return self._refuse(start_response, 400, f"a signed body that is not a Slack payload ({e})", environ)
         late = self._too_late(environ)
         if late:
-            self._tell_to_press_again(text, environ.get("CONTENT_TYPE", ""))
+            self._tell_to_press_again(response_url)
             return self._refuse(start_response, 503, late, environ)
         if not self._first_sight(environ, ids):
             return self._taken(start_response, environ)
@@ -158,10 +158,9 @@ class SlackEvents:
             return f"handled {age:.1f} s after Slack sent it, too late to ack"
         return None
 
-    def _tell_to_press_again(self, text: str, content_type: str) -> None:
+    def _tell_to_press_again(self, url: str | None) -> None:
         """A press or command too late to take: its presser saw Slack's error, and is told through
         the request's ``response_url`` (when it has one) that nothing was done, off this thread."""
-        url = _response_url(text, content_type)
         if not url or self.reply is None:
             return
         threading.Thread(target=self.reply, args=(url, TOO_LATE), name="too-late-reply", daemon=True).start()
@@ -208,45 +207,37 @@ _REASONS = {
 }
 
 
-def _request_ids(text: str, content_type: str) -> list[str]:
-    """The ids Slack gives the request ``text``: ``event:<event_id>`` of an Events API body,
-    ``trigger:<trigger_id>`` of a slash command (a form) or of an interaction's ``payload``; none
-    when it has no such id. Raises ValueError unless ``text`` is shaped like a Slack request: a
-    JSON object nested no deeper than Python's parser goes, or a form whose ``payload``, when
-    present, is such an object; and every field Bolt routes by or a listener reads of the type
-    Slack sends (:func:`_wrongly_typed`)."""
+def _request_ids(text: str, content_type: str) -> tuple[list[str], str | None]:
+    """The ids Slack gives the request ``text`` (``event:<event_id>`` of an Events API body,
+    ``trigger:<trigger_id>`` of a slash command, a form, or of an interaction's ``payload``; none
+    when it has no such id) and its ``response_url`` (None when it has none). Raises ValueError
+    unless ``text`` is shaped like a Slack request: a JSON object nested no deeper than Python's
+    parser goes, or a form whose ``payload``, when present, is such an object; and every field
+    Bolt routes by or a listener reads of the type Slack sends (:func:`_wrongly_typed`)."""
     if content_type.split(";")[0].strip().lower() == "application/json":
         body = _json(text)
         if not isinstance(body, dict):
             raise ValueError("JSON that is not an object")
         _wrongly_typed(body, {"type": str, "event_id": str, "event": dict, "challenge": str})
-        return _ids("event", body.get("event_id"))
+        return _ids("event", body.get("event_id")), None
     form = parse_qs(text, keep_blank_values=True, strict_parsing=bool(text), max_num_fields=200)
-    if "payload" in form:
-        payload = _json(form["payload"][0])
-        if not isinstance(payload, dict):
-            raise ValueError("a payload that is not a JSON object")
-        _wrongly_typed(payload, {"type": str, "trigger_id": str, "response_url": str, "user": dict, "actions": list,
-                                 "view": dict, "channel": dict, "container": dict})
-        _wrongly_typed(payload.get("user") or {}, {"id": str}, "user.")
-        for i, action in enumerate(payload.get("actions") or []):
-            if not isinstance(action, dict):
-                raise ValueError(f"actions.{i} is not an object")
-            _wrongly_typed(action, {"action_id": str, "block_id": str, "value": str}, f"actions.{i}.")
-        return _ids("trigger", payload.get("trigger_id"))
-    return _ids("trigger", (form.get("trigger_id") or [None])[0])
+    if "payload" not in form:
+        return _ids("trigger", (form.get("trigger_id") or [None])[0]), _url((form.get("response_url") or [None])[0])
+    payload = _json(form["payload"][0])
+    if not isinstance(payload, dict):
+        raise ValueError("a payload that is not a JSON object")
+    _wrongly_typed(payload, {"type": str, "trigger_id": str, "response_url": str, "user": dict, "actions": list,
+                             "view": dict, "channel": dict, "container": dict})
+    _wrongly_typed(payload.get("user") or {}, {"id": str}, "user.")
+    for i, action in enumerate(payload.get("actions") or []):
+        if not isinstance(action, dict):
+            raise ValueError(f"actions.{i} is not an object")
+        _wrongly_typed(action, {"action_id": str, "block_id": str, "value": str}, f"actions.{i}.")
+    return _ids("trigger", payload.get("trigger_id")), _url(payload.get("response_url"))
 
 
-def _response_url(text: str, content_type: str) -> str | None:
-    """The ``response_url`` of a slash command or an interaction (already checked to parse)."""
-    if content_type.split(";")[0].strip().lower() == "application/json":
-        return None
-    form = parse_qs(text, keep_blank_values=True, max_num_fields=200)
-    if "payload" in form:
-        url = _json(form["payload"][0]).get("response_url")  # type: ignore[union-attr]
-    else:
-        url = (form.get("response_url") or [None])[0]
-    return url if isinstance(url, str) and url.startswith(("https://", "http://")) else None
+def _url(value: object) -> str | None:
+    return value if isinstance(value, str) and value.startswith(("https://", "http://")) else None
 
 
 def _json(text: str) -> object:
