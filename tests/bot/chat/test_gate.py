@@ -97,12 +97,19 @@ def test_at_approve_what_was_annotated_since_the_proposal_is_left_alone(database
     assert not stopped(rt)
 
 
-def test_after_the_countdown_what_was_annotated_since_is_left_alone(sqlite_url, slack):
-    rt = make(sqlite_url, slack, items(), {"mode": "auto"})
+def counting_down(url, slack):
+    """The demo's idle notebook proposed at T0 to a team in mode auto: (runtime, its sweep, the
+    request, its countdown running to T0 + the default 4 h grace)."""
+    rt = make(url, slack, items(), {"mode": "auto"})
     sweep = sweep_for(rt)
     sweep.run(T0)
     (req,) = rt.store.list_requests()
     assert req.act_at == T0 + timedelta(hours=4)
+    return rt, sweep, req
+
+
+def test_after_the_countdown_what_was_annotated_since_is_left_alone(sqlite_url, slack):
+    rt, sweep, req = counting_down(sqlite_url, slack)
     becomes(rt, annotate(items(), "Pod", "llm-explore-0", {"karpenter.sh/do-not-disrupt": "true"}))
     rt.clock.now = req.act_at
     counts = sweep.run(rt.clock.now).counts
@@ -165,11 +172,7 @@ def test_a_team_without_approvers_is_proposed_without_approve_and_without_a_coun
 
 
 def test_after_the_countdown_a_team_whose_approvers_were_removed_is_left_alone(sqlite_url, slack):
-    rt = make(sqlite_url, slack, items(), {"mode": "auto"})
-    sweep = sweep_for(rt)
-    sweep.run(T0)
-    (req,) = rt.store.list_requests()
-    assert req.act_at == T0 + timedelta(hours=4)
+    rt, sweep, req = counting_down(sqlite_url, slack)
     without_approvers(rt)
     rt.clock.now = req.act_at
     assert sweep.run(rt.clock.now).counts["acted"] == 0 and not stopped(rt)
