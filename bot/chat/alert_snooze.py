@@ -15,7 +15,7 @@ import sqlalchemy.exc
 from actions.alerts.alert import snooze_family
 from bot.chat.blocks import plain, short_time
 from bot.chat.blocks.alerts import snoozed_message
-from bot.chat.outcomes import NOT_RECORDED, Outcome
+from bot.chat.outcomes import NOT_RECORDED, Outcome, database_error_line
 from bot.runtime.chat import ChatError, Message, MessageRef
 from bot.runtime.runtime import Runtime
 
@@ -41,7 +41,7 @@ def snooze(rt: Runtime, alert_id: int, user: str, seconds: float, original: Mess
             )
             return Outcome(False, f"There is no alert #{alert_id}; nothing was snoozed.")
     except sqlalchemy.exc.SQLAlchemyError as e:
-        first = str(getattr(e, "orig", None) or e).strip().splitlines()[0][:200]
+        first = database_error_line(e)
         log.warning("alert snooze on #%s by %s not recorded: %s", alert_id, user, first)
         return Outcome(False, NOT_RECORDED.format(error=plain(first), verb="Snooze"))
     if original is not None and record.channel and record.message_ts:

@@ -32,7 +32,7 @@ from actions.store.requests import ActionRequest
 from actions.store.states import RequestState
 from bot.chat.blocks import plain, short_time
 from bot.chat.blocks.proposals import APPROVE, DENY, EXEMPT, RESTORE, SNOOZE
-from bot.chat.outcomes import MAY_HAVE_CHANGED, NOT_RECORDED, SHUTTING_DOWN, VERBS, Outcome
+from bot.chat.outcomes import MAY_HAVE_CHANGED, NOT_RECORDED, SHUTTING_DOWN, VERBS, Outcome, database_error_line
 from bot.chat.proposals import SYSTEM, Proposals, finding_of
 from bot.runtime.runtime import Runtime, UnknownCluster
 
@@ -265,7 +265,7 @@ class Approvals:
     def _unrecorded(request_id: int, error: Exception) -> Outcome:
         """The change went out and its outcome could not be stored: the request stays approved,
         settled from the cluster once its deadline passes (:meth:`Proposals.settle`)."""
-        first = str(getattr(error, "orig", None) or error).strip().splitlines()[0][:200]
+        first = database_error_line(error)
         log.warning("request %s: the change went out, its outcome not recorded: %s", request_id, first)
         return Outcome(False, MAY_HAVE_CHANGED.format(id=request_id, error=plain(first)))
 
@@ -435,6 +435,6 @@ class Approvals:
         except sqlalchemy.exc.SQLAlchemyError as e:
             # Whatever was committed before the failure is the store's, and a request left
             # approved is settled from the cluster once its deadline passes.
-            first = str(getattr(e, "orig", None) or e).strip().splitlines()[0][:200]
+            first = database_error_line(e)
             log.warning("press %s not recorded: %s", action_id, first)
             return Outcome(False, NOT_RECORDED.format(error=plain(first), verb=VERBS.get(action_id, "the button")))

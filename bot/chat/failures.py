@@ -35,7 +35,9 @@ class Explained:
 def _database(e: sqlalchemy.exc.SQLAlchemyError) -> Explained:
     import sqlalchemy.exc
 
-    first = str(getattr(e, "orig", None) or e).strip().splitlines()[0]
+    from bot.chat.outcomes import database_error_line
+
+    first = database_error_line(e, limit=None)
     if isinstance(e, (sqlalchemy.exc.ArgumentError, sqlalchemy.exc.NoSuchModuleError)):
         return Explained(f"the database URL cannot be used: {first}; write postgresql+psycopg2://... or sqlite:///...", USAGE)
     if isinstance(e, sqlalchemy.exc.OperationalError):

@@ -29,3 +29,11 @@ class Outcome:
 
     ok: bool
     message: str
+
+
+def database_error_line(error: BaseException, limit: int | None = 200) -> str:
+    """The first line of a database error, the driver's own words when it has them (SQLAlchemy
+    keeps them in ``orig``), at most ``limit`` characters (None: all of it): what a presser or a
+    log line is shown of it."""
+    line = str(getattr(error, "orig", None) or error).strip().splitlines()[0]
+    return line if limit is None else line[:limit]
