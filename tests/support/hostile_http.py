@@ -21,18 +21,24 @@ ANSWER = json.dumps({"status": "success", "data": {"resultType": "vector", "resu
 
 @contextmanager
 def upstream(behave) -> Iterator[tuple[str, dict]]:
-    """A server answering every GET with ``behave(handler, sent)``; ``sent["bytes"]`` counts the
-    body bytes it managed to write before the client went away."""
-    sent = {"bytes": 0}
+    """A server answering every GET, and every POST once its body is read (Slack's Web API, AWS's
+    query and JSON protocols), with ``behave(handler, sent)``; ``sent["bytes"]`` counts the body
+    bytes it managed to write before the client went away, ``sent["requests"]`` the requests."""
+    sent = {"bytes": 0, "requests": 0}
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def do_GET(self):  # noqa: N802 - http.server's name
+            sent["requests"] += 1
             try:
                 behave(self, sent)
             except (BrokenPipeError, ConnectionResetError):
                 pass
+
+        def do_POST(self):  # noqa: N802 - http.server's name
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.do_GET()
 
         def log_message(self, *args):
             pass
@@ -84,4 +90,17 @@ def flood(declared: bool, chunked: bool = False, status: int = 200, mib: int = 6
         for _ in range(mib):
             data = block if not chunked else b"%x\r\n%s\r\n" % (len(block), block)
             write(handler, sent, data)
+    return behave
+
+
+def dripping_head(body: bytes, every: float = 0.2):
+    """An upstream sending its status line and headers one byte every ``every`` seconds, then
+    ``body`` (JSON) at once: a deadline that starts counting at the body misses it."""
+    head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+
+    def behave(handler, sent):
+        for b in head:
+            write(handler, sent, bytes([b]))
+            time.sleep(every)
+        write(handler, sent, body)
     return behave

@@ -20,8 +20,10 @@ identity on EKS) allowed ``pricing:GetProducts`` and ``ec2:DescribeSpotPriceHist
 Each price comes back as an :class:`~actions.pricing.live.LivePrice` (USD per instance-hour, with its
 offer, source and the time it was fetched). :func:`default_fetcher` reads them with boto3's default
 credential chain; :func:`refresh_live_prices` fetches and caches them in the store; :func:`live_prices_from_store` reads the cache back into the mapping ``PriceBook(...,
-live=...)`` takes. Throttling, 5xx answers and dropped connections are retried with tenacity;
-everything else fails at once as a :class:`PriceFetchError` naming the call.
+live=...)`` takes. Every request ends at :data:`DEADLINE_SECONDS` in all, counted from its send
+(:mod:`actions.sources.aws.deadline`). Throttling, 5xx answers, dropped connections and
+timeouts (a request past its deadline is one) are retried with tenacity; everything else fails at
+once as a :class:`PriceFetchError` naming the call.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from botocore.exceptions import (
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from actions.pricing.live import LiveKey, LiveOffer, LivePrice
+from actions.sources.aws.deadline import bound_calls
 from actions.sources.aws.price_list import (
     ON_DEMAND_FILTERS,
     PriceFetchError,
@@ -61,6 +64,9 @@ log = logging.getLogger(__name__)
 PRICING_REGION = "us-east-1"
 SPOT_PRODUCT = "Linux/UNIX"
 SPOT_LOOKBACK = timedelta(hours=1)
+DEADLINE_SECONDS = 60.0
+"""How long one AWS request may take in all, seconds: botocore's ``read_timeout`` here (60), taken
+as the whole request's deadline. Each retry has a deadline of its own."""
 
 
 _RETRYABLE_CODES = frozenset(
@@ -87,7 +93,8 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class AwsClients:
     """Ready-made boto3 clients: ``pricing`` (any Price List endpoint) and ``ec2`` (in the region
-    whose spot prices are wanted)."""
+    whose spot prices are wanted). A fetcher bounds their requests as it does its own (see
+    :func:`~actions.sources.aws.deadline.bound_calls`: the first fetcher's deadline stays)."""
 
     pricing: Any
     ec2: Any
@@ -120,7 +127,11 @@ class AwsPriceFetcher:
     alone retries) or an :class:`AwsClients` of ready-made clients (tests, custom endpoints).
     ``region`` is the AWS region the cluster runs in (``us-east-1``). ``attempts`` and
     ``retry_wait_seconds`` (the first back-off, doubling, at most 20 s) govern retries of
-    throttling, 5xx answers and dropped connections.
+    throttling, 5xx answers, dropped connections and timeouts. ``deadline_seconds``: how long each
+    request may take in all, from its send to the last byte of its answer, before it fails as a
+    read timeout
+    (:class:`~actions.sources.aws.deadline.AwsDeadlinePassed`). Raises ValueError for an empty
+    region, ``attempts`` under 1 or a deadline not > 0.
     """
 
     def __init__(
@@ -131,6 +142,7 @@ class AwsPriceFetcher:
         pricing_region: str = PRICING_REGION,
         attempts: int = 4,
         retry_wait_seconds: float = 1.0,
+        deadline_seconds: float = DEADLINE_SECONDS,
     ) -> None:
         if not region:
             raise ValueError("region is empty; give the AWS region the cluster runs in")
@@ -150,6 +162,8 @@ class AwsPriceFetcher:
             )
             self._pricing = session_or_clients.client("pricing", region_name=pricing_region, config=config)
             self._ec2 = session_or_clients.client("ec2", region_name=region, config=config)
+        for client in (self._pricing, self._ec2):
+            bound_calls(client, deadline_seconds)
 
     def fetch(self, instance_types: Iterable[str], now: datetime) -> list[LivePrice]:
         """On-demand then spot prices of ``instance_types`` (see :meth:`on_demand` and

@@ -25,6 +25,7 @@ from bot.chat.approvals import Approvals
 from bot.chat.blocks.alerts import ALERT_SNOOZE, APPROVE_ALL, message_from_payload
 from bot.chat.blocks.proposals import BUTTON_ACTIONS
 from bot.chat.commands import CommandContext, dispatch
+from bot.chat.slack.deadline import deadline_respond
 from bot.chat.slack.request_ids import slack_request_ids
 from bot.runtime.runtime import Runtime
 from bot.service.work import WorkerPool
@@ -77,6 +78,7 @@ def build_app(
         process_before_response=True,
     )
     app.use(slack_request_ids)
+    app.use(deadline_respond)
     approvals = Approvals(rt)
     work = work or SlackWork()
     snooze_seconds = alert_snooze_seconds or DEFAULT_SNOOZE_SECONDS

@@ -36,8 +36,8 @@ from urllib.parse import parse_qs
 
 from slack_bolt import App, BoltRequest
 from slack_bolt.adapter.socket_mode import SocketModeHandler
-from slack_sdk.webhook import WebhookClient
 
+from bot.chat.slack.deadline import DeadlineWebhookClient
 from bot.service.http import RECEIVED_AT
 
 if TYPE_CHECKING:
@@ -276,7 +276,7 @@ def events_route(
 
 def _reply_ephemeral(response_url: str, text: str) -> None:
     try:
-        WebhookClient(response_url, timeout=5).send(text=text, response_type="ephemeral", replace_original=False)
+        DeadlineWebhookClient(response_url, timeout=5).send(text=text, response_type="ephemeral", replace_original=False)
     except Exception as e:  # noqa: BLE001 - the answer to a late request is a courtesy, never a crash
         log.warning("could not tell a late request's sender (%s): %s", type(e).__name__, str(e)[:200])
 

@@ -3,7 +3,8 @@
 Rate limits (HTTP 429), Slack's 5xx answers and dropped connections are retried by slack_sdk's
 own retry handlers, except for ``chat.postMessage``: a post whose answer was lost may have been
 posted, so only a 429 (Slack did nothing) is retried there, and the caller searches the channel
-(:meth:`SlackChat.find`) before posting again. Anything else surfaces as
+(:meth:`SlackChat.find`) before posting again. Every request ends at the client's ``timeout`` in
+all (:mod:`bot.chat.slack.deadline`), and a try past it is not retried. Anything else surfaces as
 :class:`~bot.runtime.chat.ChatError` so the caller keeps its state and tries again.
 """
 
@@ -22,16 +23,20 @@ from slack_sdk.http_retry.builtin_handlers import (
     ServerErrorRetryHandler,
 )
 
+from bot.chat.slack.deadline import TIMEOUT_SECONDS, DeadlineWebClient
 from bot.runtime.chat import ChatError, Message, MessageRef
 from bot.service.metrics import BotMetrics
 
 
-def web_client(token: str, base_url: str | None = None, *, idempotent: bool = True) -> WebClient:
-    """A WebClient that retries rate-limited calls (3 times), and, when ``idempotent`` (every call
-    it makes can be repeated safely), dropped connections and Slack's 5xx answers too (2 times
-    each)."""
+def web_client(
+    token: str, base_url: str | None = None, *, idempotent: bool = True, timeout_seconds: float = TIMEOUT_SECONDS,
+) -> WebClient:
+    """A WebClient whose every request ends at ``timeout_seconds`` in all (connect, send and every
+    read; past it SlackDeadlinePassed, a SlackClientError, and no retry), that retries
+    rate-limited calls (3 times), and, when ``idempotent`` (every call it makes can be repeated
+    safely), dropped connections and Slack's 5xx answers too (2 times each)."""
     kwargs = {"base_url": base_url} if base_url else {}
-    client = WebClient(token=token, **kwargs)
+    client = DeadlineWebClient(token=token, timeout=timeout_seconds, **kwargs)
     client.retry_handlers[:] = [RateLimitErrorRetryHandler(max_retry_count=3)]
     if idempotent:
         client.retry_handlers.extend(
@@ -41,9 +46,9 @@ def web_client(token: str, base_url: str | None = None, *, idempotent: bool = Tr
 
 
 def posting_client(client: WebClient) -> WebClient:
-    """A copy of ``client`` for ``chat.postMessage``: same token and URL, but only a 429 is
-    retried, because a post whose answer was lost may have been posted."""
-    copy = WebClient(token=client.token, base_url=client.base_url, timeout=client.timeout)
+    """A copy of ``client`` for ``chat.postMessage``: same token, URL and deadline, but only a 429
+    is retried, because a post whose answer was lost may have been posted."""
+    copy = DeadlineWebClient(token=client.token, base_url=client.base_url, timeout=client.timeout)
     copy.retry_handlers[:] = [RateLimitErrorRetryHandler(max_retry_count=3)]
     return copy
 
