@@ -15,7 +15,6 @@ from typing import Protocol
 
 from actions.model.findings import ProposedAction
 from actions.model.history import AdviceHistory
-from actions.model.kube import ObjectRef
 from actions.model.ledger import LedgerRow
 from actions.model.snapshot import ClusterSnapshot
 from actions.model.telemetry import TelemetrySnapshot
@@ -93,12 +92,14 @@ class ClusterWriter(Protocol):
         ``restore``. Idempotent. Raises ExecutorError (e.g. "... no longer exists")."""
         ...
 
-    def dry_run(self, action: ProposedAction, now: datetime) -> None:
+    def dry_run(self, action: ProposedAction, now: datetime) -> dict:
         """Send the request ``apply`` would send at ``now`` (the same merge patch, planned from
         the target as it is now, or the same DELETE) as a server-side dry run (``dryRun=All``),
         so the API server's validation and admission webhooks judge it and nothing changes.
         Nothing is sent when the target is already in the applied state (``apply`` would send
-        nothing either). Returns None when the request would be accepted. Raises ActionRefused
+        nothing either). Returns the undo record ``apply`` would return were the target to stay
+        as read: the caller stores it before acting, so a process that dies between the write
+        and its record still knows what to restore. Raises ActionRefused
         (:mod:`actions.remedy.patches`) with the server's message and HTTP code when it refuses
         (400, 403, 422: validation or a webhook), ExecutorError("<target> no longer exists")
         (status 404) when the target is gone, and ExecutorError for anything else (never
@@ -110,9 +111,11 @@ class ClusterWriter(Protocol):
         """Undo ``action`` using the record ``apply`` returned. Idempotent. Raises ExecutorError."""
         ...
 
-    def current(self, target: ObjectRef) -> dict | None:
-        """``target``'s JSON as the cluster holds it now (for a JupyterHub server, the Hub's
-        model of it), None when it does not exist. Raises ExecutorError when it cannot be read."""
+    def current(self, action: ProposedAction) -> dict | None:
+        """What ``action`` writes, as the cluster holds it now: its target's JSON (for a scale to
+        zero, the target's ``scale`` subresource, an ``autoscaling/v1`` Scale; for a JupyterHub
+        server, the Hub's model of it), None when it does not exist. Raises ExecutorError when
+        it cannot be read."""
         ...
 
 

@@ -125,8 +125,10 @@ class InMemoryCluster:
             obj = self._objects.get(self._key(kind, namespace, name))
             return copy.deepcopy(obj) if obj is not None else None
 
-    def current(self, target: ObjectRef) -> dict | None:
-        """See ``ClusterWriter.current``: a copy of ``target``, None when it is not held."""
+    def current(self, action: ProposedAction) -> dict | None:
+        """See ``ClusterWriter.current``: a copy of the action's target (a set's own JSON plans
+        as its Scale does), None when it is not held."""
+        target = action.target
         obj = self.get(target.kind, target.namespace, target.name)
         if obj is None or _group(obj.get("apiVersion", "")) != _group(target.api_version):
             return None
@@ -148,16 +150,18 @@ class InMemoryCluster:
                 self._patch(action.target, obj, patch, now)
             return undo
 
-    def dry_run(self, action: ProposedAction, now: datetime) -> None:
+    def dry_run(self, action: ProposedAction, now: datetime) -> dict:
         """See ``ClusterWriter.dry_run``: there is no admission here, so it checks what the
         cluster in memory can: that the target is held (a NodeClaim too) and that ``apply``'s
         patch plans on it (:func:`actions.remedy.patches.plan_apply`). Changes nothing. Raises
         ExecutorError("<target> no longer exists", status 404), or plan_apply's ExecutorError
-        (a verb that does not fit, advice gone stale); never ActionRefused."""
+        (a verb that does not fit, advice gone stale); never ActionRefused. Returns the undo
+        record planned."""
         with self._lock:
             obj = self._find(action, "dry run")
-            if action.verb.restorable:
-                plan_apply(action, obj, now)
+            if not action.verb.restorable:
+                return deletion_record(action)
+            return plan_apply(action, obj, now)[1]
 
     def restore(self, action: ProposedAction, undo: dict, now: datetime) -> None:
         """See ``ClusterWriter.restore``; raises ExecutorError when the object is gone."""

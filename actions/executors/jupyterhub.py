@@ -163,20 +163,22 @@ class HubWriter:
             hub.stop(action.target)
         return undo
 
-    def dry_run(self, action: ProposedAction, now: datetime) -> None:
+    def dry_run(self, action: ProposedAction, now: datetime) -> dict:
         """See ``ClusterWriter.dry_run``, as far as a Hub allows: its REST API has no dry run,
         so this is a read (``GET /users/{name}``), not a server-side dry run. It checks that the
         user still exists and plans the stop from the server's state: a running server would be
         stopped, one not running would be left as it is (as ``apply`` does). Nothing is sent
         that changes anything. Raises ExecutorError("<target> no longer exists in the Hub ...",
         status 404) when the user is gone, ExecutorError when the Hub cannot be read or refuses
-        the token; never ActionRefused (no request that acts is sent to be refused)."""
+        the token; never ActionRefused (no request that acts is sent to be refused). Returns
+        the undo record planned."""
         hub = self._hub(action)
-        plan_apply(action, hub.server(action.target), now)
+        return plan_apply(action, hub.server(action.target), now)[1]
 
-    def current(self, target: ObjectRef) -> dict | None:
+    def current(self, action: ProposedAction) -> dict | None:
         """The server as its Hub shows it (:meth:`HubClient.server`); None when the user is gone.
         Raises ExecutorError when the Hub cannot be read or none is configured."""
+        target = action.target
         hub = self.hubs.get(target.namespace)
         if hub is None:
             raise ExecutorError(f"{target}: no JupyterHub is configured for namespace {target.namespace}", target)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 import time
 from datetime import datetime
 from typing import Any, Callable
@@ -18,7 +17,7 @@ import kubernetes.client
 import urllib3.exceptions
 from kubernetes.client.exceptions import ApiException
 
-from actions.model.findings import ProposedAction
+from actions.model.findings import ActionVerb, ProposedAction
 from actions.model.kube import ObjectRef
 from actions.remedy.patches import (
     ActionRefused,
@@ -51,9 +50,7 @@ _NOT_SENT = (urllib3.exceptions.ConnectTimeoutError, urllib3.exceptions.NewConne
 # webhook's code, at least 400; controller-runtime v0.24 admission.Denied answers 403 Forbidden)
 # or RBAC (403).
 _REFUSED = frozenset({400, 403, 422})
-# How the API server words a validating webhook's denial (k8s.io/apiserver v0.36
-# pkg/admission/plugin/webhook/errors/statuserror.go ToStatusErr).
-_WEBHOOK_DENIAL = re.compile(r'admission webhook "([^"]+)" denied the request')
+_FORBIDDEN = 403
 # The value of the dryRun query parameter (k8s.io/apimachinery v0.36 meta/v1 types.go DryRunAll,
 # the only one ValidateDryRun accepts).
 DRY_RUN_ALL = "All"
@@ -89,19 +86,22 @@ def _finish(response: urllib3.BaseHTTPResponse) -> None:
 
 class KubernetesWriter:
     """Applies actions with real PATCH requests (``application/merge-patch+json``) through the
-    ``kubernetes`` client, and the one deleting action with a DELETE. Needs RBAC ``get`` and
-    ``patch`` on notebooks.kubeflow.org, statefulsets, deployments, workloads.kueue.x-k8s.io,
-    leaderworkersets.leaderworkerset.x-k8s.io, rayclusters.ray.io and
-    inferenceservices.serving.kserve.io, and ``delete`` on nodeclaims.karpenter.sh. A dry run
+    ``kubernetes`` client, and the one deleting action with a DELETE. What each verb needs of
+    RBAC: ``get`` and ``patch`` on the ``scale`` subresource of statefulsets, deployments and
+    leaderworkersets.leaderworkerset.x-k8s.io (scale to zero); on notebooks.kubeflow.org,
+    workloads.kueue.x-k8s.io, rayclusters.ray.io and inferenceservices.serving.kserve.io
+    themselves; on statefulsets and deployments themselves only to right-size a pod template
+    (deploy/components/resize); ``delete`` on nodeclaims.karpenter.sh. A dry run
     (:meth:`dry_run`) is the same ``patch`` or ``delete`` to RBAC, so it needs nothing more.
 
     ``timeout_seconds`` bounds each request (connect and read), so an API server that hangs
     cannot hold an action, or a shutdown waiting for it, past its grace period.
 
-    A Restore that scales up from zero and is denied by an admission webhook is tried again every
-    ``poll_seconds`` for up to ``from_zero_wait_seconds``: Kueue denies it while pods of the
-    scale-down still terminate (:func:`~actions.remedy.patches.pods_left_from_zero`), which a
-    Restore pressed right after Approve meets. ``sleep`` and ``monotonic`` are the clock it waits by.
+    A Restore that scales a StatefulSet up from zero while its controller still counts pods of
+    the scale-down (:func:`~actions.remedy.patches.pods_left_from_zero`) waits for them, reading
+    again every ``poll_seconds`` for up to ``from_zero_wait_seconds``, then gives up having
+    changed nothing: Kueue's StatefulSet webhook refuses such a scale-up, and a write to the
+    ``scale`` subresource does not pass it. ``sleep`` and ``monotonic`` are the clock it waits by.
     """
 
     def __init__(
@@ -134,81 +134,90 @@ class KubernetesWriter:
             self._delete(action.target)
             return deletion_record(action)
         for attempt in range(_CONFLICT_ATTEMPTS):
-            current = self._get(action.target, "apply")
+            current = self._get(action, "apply")
             patch, undo = plan_apply(action, current, now)
-            if patch is None or self._patch(
-                action.target, patch, "apply", last=attempt == _CONFLICT_ATTEMPTS - 1
-            ):
+            if patch is None or self._patch(action, patch, "apply", last=attempt == _CONFLICT_ATTEMPTS - 1):
                 return undo
         raise AssertionError("unreachable: the last attempt raises")
 
-    def dry_run(self, action: ProposedAction, now: datetime) -> None:
+    def dry_run(self, action: ProposedAction, now: datetime) -> dict:
         """See ``ClusterWriter.dry_run``: one GET, then the PATCH ``apply`` would send, planned
         from what was read (or the NodeClaim's DELETE), with the query parameter
         ``dryRun=All`` (the kubernetes client's ``dry_run="All"``): the API server runs its
         validation and admission webhooks (those declaring ``sideEffects: None``, as Kueue's
         do) and persists nothing. A resourceVersion conflict is read and planned again, as in
-        ``apply``; a target already in the applied state gets no PATCH. Raises ActionRefused
-        (``message`` the Status message verbatim, ``status`` 400/403/422) when the server
-        refuses, ExecutorError("<target> no longer exists", status 404) when the target is gone
-        (a NodeClaim too), ExecutorError for other answers and transport failures, never
+        ``apply``; a target already in the applied state gets no PATCH. Returns the undo record
+        planned. Raises ActionRefused (``message`` the Status message verbatim, ``status``
+        400/403/422) when the server refuses, RBAC refusing the read included,
+        ExecutorError("<target> no longer exists", status 404) when the target is gone (a
+        NodeClaim too), ExecutorError for other answers and transport failures, never
         ``uncertain``."""
         check_target(action)
         if not action.verb.restorable:
             self._delete(action.target, dry_run=True)
-            return
+            return deletion_record(action)
         for attempt in range(_CONFLICT_ATTEMPTS):
-            current = self._get(action.target, _DRY_RUN)
-            patch, _ = plan_apply(action, current, now)
+            current = self._get(action, _DRY_RUN)
+            patch, undo = plan_apply(action, current, now)
             if patch is None or self._patch(
-                action.target, patch, _DRY_RUN, last=attempt == _CONFLICT_ATTEMPTS - 1, dry_run=True
+                action, patch, _DRY_RUN, last=attempt == _CONFLICT_ATTEMPTS - 1, dry_run=True
             ):
-                return
+                return undo
+        raise AssertionError("unreachable: the last attempt raises")
 
     def restore(self, action: ProposedAction, undo: dict, now: datetime) -> None:
-        """See ``ClusterWriter.restore``. A scale-up from zero an admission webhook denies is
-        read and sent again until ``from_zero_wait_seconds`` have passed (the class docstring).
-        Raises ExecutorError when the object is gone or the API refuses (after that wait, saying
-        how many pods of the scale-down were still there)."""
+        """See ``ClusterWriter.restore``. A StatefulSet's scale-up from zero waits for the
+        scale-down's pods (the class docstring). Raises ExecutorError when the object is gone,
+        the API refuses, or pods of the scale-down are still there after
+        ``from_zero_wait_seconds`` (saying how many; nothing was changed)."""
         check_target(action)
         give_up = self._monotonic() + self._from_zero_wait
         conflicts = 0
         while True:
-            current = self._get(action.target, "restore")
+            current = self._get(action, "restore")
             patch = plan_restore(action, undo, current)
-            try:
-                last = conflicts == _CONFLICT_ATTEMPTS - 1
-                if patch is None or self._patch(action.target, patch, "restore", last=last):
-                    return
-                conflicts += 1
-            except ExecutorError as e:
-                left = pods_left_from_zero(current)
-                if not e.webhook or left is None:
-                    raise
+            if patch is None:
+                return
+            left = pods_left_from_zero(current) if action.target.kind == "StatefulSet" else None
+            if left:
                 if self._monotonic() >= give_up:
                     raise ExecutorError(
-                        f"{e} (denied for {self._from_zero_wait:g} s while {left} pod(s) of the scale-down were still "
-                        "there; press Restore again once they are gone)", action.target, e.status, webhook=e.webhook,
-                    ) from e
+                        f"restore {action.target}: {left} pod(s) of the scale-down were still terminating after "
+                        f"{self._from_zero_wait:g} s, and Kueue refuses a scale-up from zero until they are gone; "
+                        "nothing was changed. Press Restore again once they are gone", action.target,
+                    )
                 self._sleep(self._poll)
+                continue
+            if self._patch(action, patch, "restore", last=conflicts == _CONFLICT_ATTEMPTS - 1):
+                return
+            conflicts += 1
 
-    def _endpoints(self, t: ObjectRef) -> tuple[Callable[[], Any], Callable[..., Any]]:
-        """``(get, patch)``: ``patch(body, **options)`` passes ``options`` (``dry_run``) on."""
+    def current(self, action: ProposedAction) -> dict | None:
+        """See ``ClusterWriter.current``: one GET of what ``action`` writes (for a scale to zero,
+        the ``scale`` subresource), bounded by ``timeout_seconds``."""
+        try:
+            return self._get(action, "read")
+        except ExecutorError as e:
+            if e.status == 404:
+                return None
+            raise
+
+    def _endpoints(self, action: ProposedAction) -> tuple[Callable[[], Any], Callable[..., Any]]:
+        """``(get, patch)`` of what ``action`` writes: ``patch(body, **options)`` passes
+        ``options`` (``dry_run``) on. A scale to zero reads and writes the ``scale``
+        subresource, every other verb the object itself."""
+        t = action.target
         raw = {"_preload_content": False, "_request_timeout": self._timeout}
         patching = {**raw, "_content_type": MERGE_PATCH}
-        if t.kind == "StatefulSet":
+        scale = action.verb is ActionVerb.SCALE_TO_ZERO
+        if t.kind in ("StatefulSet", "Deployment"):
+            kind = "stateful_set" if t.kind == "StatefulSet" else "deployment"
+            suffix = "_scale" if scale else ""
+            read = getattr(self._apps, f"read_namespaced_{kind}{suffix}")
+            write = getattr(self._apps, f"patch_namespaced_{kind}{suffix}")
             return (
-                lambda: self._apps.read_namespaced_stateful_set(t.name, t.namespace, **raw),
-                lambda body, **o: self._apps.patch_namespaced_stateful_set(
-                    t.name, t.namespace, body, **patching, **o
-                ),
-            )
-        if t.kind == "Deployment":
-            return (
-                lambda: self._apps.read_namespaced_deployment(t.name, t.namespace, **raw),
-                lambda body, **o: self._apps.patch_namespaced_deployment(
-                    t.name, t.namespace, body, **patching, **o
-                ),
+                lambda: read(t.name, t.namespace, **raw),
+                lambda body, **o: write(t.name, t.namespace, body, **patching, **o),
             )
         group, version = t.api_version.split("/", 1)
         if t.kind == "NodeClaim":  # cluster-scoped, never patched: only read back after a delete
@@ -217,6 +226,13 @@ class KubernetesWriter:
                 lambda body, **o: None,
             )
         plural = CUSTOM_PLURALS[t.kind]
+        if scale:
+            return (
+                lambda: self._custom.get_namespaced_custom_object_scale(group, version, t.namespace, plural, t.name, **raw),
+                lambda body, **o: self._custom.patch_namespaced_custom_object_scale(
+                    group, version, t.namespace, plural, t.name, body, **patching, **o
+                ),
+            )
         return (
             lambda: self._custom.get_namespaced_custom_object(group, version, t.namespace, plural, t.name, **raw),
             lambda body, **o: self._custom.patch_namespaced_custom_object(
@@ -241,17 +257,11 @@ class KubernetesWriter:
                 return  # already gone: what the deletion wanted
             raise self._refusal(target, doing, e, dry_run=dry_run) from e
 
-    def current(self, target: ObjectRef) -> dict | None:
-        """See ``ClusterWriter.current``: one GET, bounded by ``timeout_seconds``."""
-        try:
-            return self._get(target, "read")
-        except ExecutorError as e:
-            if e.status == 404:
-                return None
-            raise
-
-    def _get(self, target: ObjectRef, doing: str) -> dict:
-        get, _ = self._endpoints(target)
+    def _get(self, action: ProposedAction, doing: str) -> dict:
+        """What ``action`` writes, as read now. In a dry run, RBAC refusing the read is the
+        action refused (ActionRefused): the bot may not touch the target at all."""
+        get, _ = self._endpoints(action)
+        target = action.target
         try:
             response = get()
             try:
@@ -259,17 +269,20 @@ class KubernetesWriter:
             finally:
                 response.release_conn()
         except ApiException as e:
+            if doing == _DRY_RUN and e.status == _FORBIDDEN:
+                raise ActionRefused(target, e.status, _api_message(e), str(_api_status(e).get("reason") or "")) from e
             raise self._error(target, doing, e) from e
         except ValueError as e:
             raise ExecutorError(f"{doing} {target}: the API server sent malformed JSON: {e}", target) from e
         except (OSError, urllib3.exceptions.HTTPError) as e:
             raise ExecutorError(f"{doing} {target}: cannot reach the Kubernetes API: {e}", target) from e
 
-    def _patch(self, target: ObjectRef, body: dict, doing: str, *, last: bool, dry_run: bool = False) -> bool:
+    def _patch(self, action: ProposedAction, body: dict, doing: str, *, last: bool, dry_run: bool = False) -> bool:
         """True when patched (in a dry run: accepted); False on a resourceVersion conflict worth
         retrying. Raises ExecutorError, ``uncertain`` when the patch may have reached the API
         server unanswered (never in a dry run), and ActionRefused when a dry run is refused."""
-        _, patch = self._endpoints(target)
+        _, patch = self._endpoints(action)
+        target = action.target
         options = {"dry_run": DRY_RUN_ALL} if dry_run else {}
         try:
             self._send(target, doing, lambda: patch(body, **options), dry_run=dry_run)
@@ -309,8 +322,6 @@ class KubernetesWriter:
             return ActionRefused(target, e.status, _api_message(e), str(status.get("reason") or ""))
         error = self._error(target, doing, e)
         error.uncertain = not dry_run and e.status in _MAY_HAVE_LANDED
-        if e.status in _REFUSED and (denied := _WEBHOOK_DENIAL.match(_api_message(e))):
-            error.webhook = denied.group(1)
         return error
 
     @staticmethod

@@ -35,14 +35,14 @@ class RoutingWriter:
         """See ``ClusterWriter.apply``."""
         return self._for(action.target).apply(action, now)
 
-    def dry_run(self, action: ProposedAction, now: datetime) -> None:
+    def dry_run(self, action: ProposedAction, now: datetime) -> dict:
         """See ``ClusterWriter.dry_run``: the dry run of the writer that would apply it."""
-        self._for(action.target).dry_run(action, now)
+        return self._for(action.target).dry_run(action, now)
 
     def restore(self, action: ProposedAction, undo: dict, now: datetime) -> None:
         """See ``ClusterWriter.restore``."""
         self._for(action.target).restore(action, undo, now)
 
-    def current(self, target: ObjectRef) -> dict | None:
+    def current(self, action: ProposedAction) -> dict | None:
         """See ``ClusterWriter.current``."""
-        return self._for(target).current(target)
+        return self._for(action.target).current(action)

@@ -5,14 +5,17 @@ Each verb is a JSON merge patch (RFC 7386):
 - ``STOP_NOTEBOOK``: Notebook (kubeflow.org/v1) ``metadata.annotations.kubeflow-resource-stopped``
   set to the time of the stop (the Notebook controller then scales its StatefulSet to 0); undo
   removes the annotation.
-- ``SCALE_TO_ZERO``: StatefulSet/Deployment ``spec.replicas`` -> 0, with the previous count kept
-  both in the undo record and in the annotation ``gpu-cost-bot/replicas-before-stop`` on the object,
-  so Restore works even if the bot's database is lost; undo sets the count back and removes the
-  annotation.
+- ``SCALE_TO_ZERO``: StatefulSet/Deployment ``spec.replicas`` -> 0 through the object's ``scale``
+  subresource (an ``autoscaling/v1`` Scale: ``spec.replicas``, ``status.replicas``, the object's
+  ``metadata.resourceVersion``), so the bot needs no right to change anything else of it; the
+  previous count is kept in the undo record, which the caller stores before the write
+  (``ClusterWriter.dry_run`` returns it); undo sets the count back. The plan reads the same
+  paths of the object itself, so the object's JSON plans as its Scale does.
 - ``DEACTIVATE_WORKLOAD``: Kueue Workload ``spec.active`` -> false (Kueue evicts it and does not
   requeue it), using the served version in the target's ``api_version``; undo sets it true.
 - ``SCALE_TO_ZERO`` on a LeaderWorkerSet (leaderworkerset.x-k8s.io/v1): ``spec.replicas`` (the
-  number of groups; minimum 0, LWS v0.10.0 leaderworkerset_types.go) as for a StatefulSet.
+  number of groups; minimum 0) through its ``scale`` subresource (LWS v0.10.0
+  leaderworkerset_types.go ``+kubebuilder:subresource:scale``), as for a StatefulSet.
 - ``SUSPEND_RAYCLUSTER``: RayCluster (ray.io/v1) ``spec.suspend`` -> true (KubeRay deletes its
   head and worker pods, raycluster_types.go); undo puts back the value it had (unset or false).
 - ``STOP_INFERENCE_SERVICE``: InferenceService (serving.kserve.io/v1beta1) annotation
@@ -56,7 +59,6 @@ from actions.model.times import format_time
 from actions.remedy.resize import StaleAdvice, plan_resize_apply, plan_resize_restore
 
 STOPPED_ANNOTATION = "kubeflow-resource-stopped"
-REPLICAS_ANNOTATION = "gpu-cost-bot/replicas-before-stop"
 KSERVE_STOP_ANNOTATION = "serving.kserve.io/stop"
 
 
@@ -69,14 +71,13 @@ class ExecutorError(Exception):
 
     def __init__(
         self, message: str, target: ObjectRef | None = None, status: int = 0, *, uncertain: bool = False,
-        stale: bool = False, webhook: str = "",
+        stale: bool = False,
     ):
         super().__init__(message)
         self.target = target
         self.status = status
         self.uncertain = uncertain
         self.stale = stale
-        self.webhook = webhook  # the admission webhook that denied the request, by name ("": none did)
 
 
 class ActionRefused(ExecutorError):
@@ -148,20 +149,21 @@ def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
 
 
 def pods_left_from_zero(obj: Mapping[str, Any]) -> int | None:
-    """For a StatefulSet, Deployment or LeaderWorkerSet scaled to zero (``spec.replicas`` 0), how
-    many pods its controller still counts (``status.replicas``: pods of the scale-down still
-    terminating); None when it is not scaled to zero. Kueue's StatefulSet webhook refuses a
-    scale-up from zero while that count is above 0 ("scaling down is still in progress") and
-    while the Workload of the scale-down is still being deleted (kueue
-    pkg/controller/jobs/statefulset/statefulset_webhook.go ValidateUpdate)."""
+    """For a StatefulSet (or its Scale) scaled to zero (``spec.replicas`` 0), how many pods its
+    controller still counts (``status.replicas``, which for a StatefulSet includes pods of the
+    scale-down still terminating); None when it is not scaled to zero. Kueue's
+    StatefulSet webhook refuses a scale-up from zero while that count is above 0 ("scaling down
+    is still in progress"; kueue pkg/controller/jobs/statefulset/statefulset_webhook.go
+    ValidateUpdate), but it is registered for ``statefulsets`` only, so a write to the ``scale``
+    subresource skips it: the writer waits for that count itself."""
     if replicas_of(obj) != 0:
         return None
     return int(((obj.get("status") or {}).get("replicas")) or 0)
 
 
 def replicas_of(obj: Mapping[str, Any]) -> int:
-    """``spec.replicas`` of a StatefulSet's or Deployment's JSON; 1 when unset, as the API
-    server defaults it."""
+    """``spec.replicas`` of a StatefulSet's, Deployment's or Scale's JSON; 1 when unset, as the
+    API server defaults it."""
     value = (obj.get("spec") or {}).get("replicas")
     return 1 if value is None else int(value)
 
@@ -172,9 +174,9 @@ def plan_apply(action: ProposedAction, current: Mapping[str, Any], now: datetime
     Returns ``(merge_patch, undo)``: the patch is ``None`` when the object is already in the
     applied state; ``undo`` is the record ``plan_restore`` takes (verb, target, and
     ``stopped_at`` / ``replicas_before`` / ``api_version`` by verb), read back from the object
-    when it is already applied, so applying twice gives the same record. Raises ExecutorError
-    for a target the verb cannot act on, a deleting verb (see :func:`deletion_record`) or an
-    unreadable recorded replica count.
+    when it is already applied (a set already at zero records 0: the count it had before is
+    only in the undo record stored before the write). Raises ExecutorError for a target the verb
+    cannot act on or a deleting verb (see :func:`deletion_record`).
     """
     check_target(action)
     if not action.verb.restorable:
@@ -190,20 +192,12 @@ def plan_apply(action: ProposedAction, current: Mapping[str, Any], now: datetime
         return {"metadata": {"annotations": {STOPPED_ANNOTATION: undo["stopped_at"]}}}, undo
     if action.verb is ActionVerb.SCALE_TO_ZERO:
         replicas = replicas_of(current)
-        recorded = annotations_of(current).get(REPLICAS_ANNOTATION)
-        if replicas == 0:
-            undo["replicas_before"] = _recorded_count(recorded, action.target) if recorded is not None else 0
-            return None, undo
         undo["replicas_before"] = replicas
-        patch = {
-            "metadata": {
-                "annotations": {REPLICAS_ANNOTATION: str(replicas)},
-                "resourceVersion": meta.get("resourceVersion"),
-            },
-            "spec": {"replicas": 0},
-        }
-        if not meta.get("resourceVersion"):
-            del patch["metadata"]["resourceVersion"]
+        if replicas == 0:
+            return None, undo
+        patch: dict[str, Any] = {"spec": {"replicas": 0}}
+        if meta.get("resourceVersion"):
+            patch["metadata"] = {"resourceVersion": meta["resourceVersion"]}
         return patch, undo
     if action.verb is ActionVerb.SUSPEND_RAYCLUSTER:
         suspend = (current.get("spec") or {}).get("suspend")
@@ -238,15 +232,13 @@ def plan_apply(action: ProposedAction, current: Mapping[str, Any], now: datetime
     return {"spec": {"active": False}}, undo
 
 
-def _recorded_count(value: Any, target: ObjectRef) -> int:
+def _replica_count(value: Any, target: ObjectRef) -> int:
     try:
         count = int(value)
     except (TypeError, ValueError):
-        raise ExecutorError(
-            f"{target}: {REPLICAS_ANNOTATION}={value!r} is not a replica count", target
-        ) from None
+        raise ExecutorError(f"{target}: the undo record's replica count {value!r} is not a number", target) from None
     if count < 0:
-        raise ExecutorError(f"{target}: {REPLICAS_ANNOTATION}={value!r} is negative", target)
+        raise ExecutorError(f"{target}: the undo record's replica count {value!r} is negative", target)
     return count
 
 
@@ -254,11 +246,9 @@ def plan_restore(action: ProposedAction, undo: Mapping[str, Any], current: Mappi
     """The merge patch that undoes ``action`` on ``current``, or ``None`` when nothing is left
     to undo.
 
-    ``undo`` is what ``plan_apply`` returned; for SCALE_TO_ZERO an empty ``undo`` falls back to
-    the count recorded in the object's ``gpu-cost-bot/replicas-before-stop`` annotation. If the
-    object was scaled up by someone else since the stop, their count is kept and only the
-    annotation is removed. Raises ExecutorError when ``undo`` belongs to another action, no
-    replica count is known, or the action cannot be undone (a deletion).
+    ``undo`` is what ``plan_apply`` returned. A set scaled up by someone else since the stop
+    keeps their count. Raises ExecutorError when ``undo`` belongs to another action, holds no
+    readable replica count for a set still at zero, or the action cannot be undone (a deletion).
     """
     check_target(action)
     if not action.verb.restorable:
@@ -278,28 +268,17 @@ def plan_restore(action: ProposedAction, undo: Mapping[str, Any], current: Mappi
             return None
         return {"metadata": {"annotations": {STOPPED_ANNOTATION: None}}}
     if action.verb is ActionVerb.SCALE_TO_ZERO:
-        recorded = annotations.get(REPLICAS_ANNOTATION)
-        resource_version = (current.get("metadata") or {}).get("resourceVersion")
         if replicas_of(current) != 0:
-            if recorded is None:
-                return None
-            patch: dict[str, Any] = {"metadata": {"annotations": {REPLICAS_ANNOTATION: None}}}
-        else:
-            before = undo.get("replicas_before")
-            if before is None:
-                if recorded is None:
-                    raise ExecutorError(
-                        f"{action.target}: no replica count to restore "
-                        f"(no undo record and no {REPLICAS_ANNOTATION} annotation)",
-                        action.target,
-                    )
-                before = recorded
-            count = _recorded_count(before, action.target)
-            if count == 0 and recorded is None:
-                return None
-            patch = {"metadata": {"annotations": {REPLICAS_ANNOTATION: None}}, "spec": {"replicas": count}}
+            return None  # scaled up since, by someone else: their count stands
+        if undo.get("replicas_before") is None:
+            raise ExecutorError(f"{action.target}: the undo record holds no replica count to restore", action.target)
+        count = _replica_count(undo["replicas_before"], action.target)
+        if count == 0:
+            return None
+        patch: dict[str, Any] = {"spec": {"replicas": count}}
+        resource_version = (current.get("metadata") or {}).get("resourceVersion")
         if resource_version:
-            patch["metadata"]["resourceVersion"] = resource_version
+            patch["metadata"] = {"resourceVersion": resource_version}
         return patch
     if action.verb is ActionVerb.SUSPEND_RAYCLUSTER:
         if (current.get("spec") or {}).get("suspend") is not True:

@@ -220,8 +220,13 @@ class Approvals:
             return Outcome(True, f"Request #{request_id} approved (dry run: nothing was changed).")
         try:
             # The exact request, sent first as a server-side dry run: webhooks and validation
-            # answer, nothing changes (ClusterWriter.dry_run).
-            writer.dry_run(action, now)
+            # answer, nothing changes (ClusterWriter.dry_run). What it would undo is stored
+            # before the write: a scale to zero leaves nothing on the object to read it back from.
+            planned = writer.dry_run(action, now)
+            self.rt.store.update_fields(
+                request_id, now=now, actor=SYSTEM, event="dry-run-accepted", detail={"undo": planned},
+                in_states=["approved"], undo_json=json.dumps(planned),
+            )
             undo = writer.apply(action, now)
         except ActionRefused as e:
             self.rt.count_failure(req.verb, "apply", e)
@@ -232,6 +237,8 @@ class Approvals:
             )
             return Outcome(False, f"Request #{request_id}: the API server refuses it (HTTP {e.status}), nothing was changed: "
                                   f"{plain(e.message)}")
+        except sqlalchemy.exc.SQLAlchemyError:
+            raise  # the plan went unrecorded, so nothing was sent: the press says so (_recorded)
         except Exception as e:  # noqa: BLE001 - whatever broke, the request must end decided, not stuck
             if not isinstance(e, ExecutorError):
                 log.exception("request %s: executor raised", request_id)

@@ -69,7 +69,8 @@ def settle_outcome(req: ActionRequest, current: dict | None, now: datetime, why:
     deadline, when nothing the acting replica sent can land any more.
 
     - approved or uncertain, and the cluster shows the action applied: ``done`` (Restore offered),
-      the undo record read back from the object in ``detail["undo"]``;
+      with ``detail["undo"]`` the undo record stored before the write (``undo_json``), else the
+      one read back from the object;
     - otherwise (not applied, target gone, dry run): ``failed``, nothing was changed;
     - restoring, and nothing left to undo (or a dry run): ``restored``;
     - restoring, otherwise: back to ``done``, so Restore can be pressed again (it is idempotent).
@@ -97,7 +98,8 @@ def settle_outcome(req: ActionRequest, current: dict | None, now: datetime, why:
                     raise
                 patch, undo = {}, {}  # right-sizing whose GPU request changed: not applied, never will be
             if patch is None:
-                detail["undo"] = undo
+                # The undo planned before the write, when stored: a set at zero no longer shows its count.
+                detail["undo"] = json.loads(req.undo_json) if req.undo_json else undo
                 return "done", f"{why} while acting; the cluster shows it done: {action.summary}.", detail
         if req.state == RequestState.UNCERTAIN and req.deadline_at is not None and now < req.deadline_at:
             return None
@@ -366,7 +368,7 @@ class Proposals:
         for req in self.rt.store.overdue_actions(now):
             action = finding_of(req).action
             try:
-                current = self.rt.writer_for(req.cluster).current(action.target) if action and not req.dry_run else None
+                current = self.rt.writer_for(req.cluster).current(action) if action and not req.dry_run else None
             except UnknownCluster as e:
                 # Its cluster is not configured (any more): what happened there cannot be read.
                 log.warning("request %s: outcome still unknown, its cluster cannot be read: %s", req.id, e)

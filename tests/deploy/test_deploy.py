@@ -48,7 +48,7 @@ from tests.support.schemas import validator
 from tests.support.waiting import wait_for
 
 DEPLOY = ROOT / "deploy"
-OVERLAYS = ("single", "ha", "dry-run")
+OVERLAYS = ("single", "ha", "dry-run", "namespaced")
 NAMESPACE = "gpu-cost-bot"
 DUMP = ROOT / "bot" / "demo_data" / "cluster.json"
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
@@ -71,6 +71,8 @@ SECRET_ENV = {
     "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "PROMETHEUS_BEARER_TOKEN",
     "GPU_COST_BOT_DATABASE_URL",
 }
+# The ClusterRole of what Approve and Restore change in a namespace (deploy/base/clusterrole-act.yaml).
+ACT_ROLE = "gpu-cost-bot-act"
 # What real credentials look like: Slack tokens, and a URL with a password in it.
 CREDENTIAL = re.compile(r"xox[abposr]-|xapp-|://[^/\s:@]+:[^/\s@]+@")
 
@@ -79,10 +81,11 @@ CREDENTIAL = re.compile(r"xox[abposr]-|xapp-|://[^/\s:@]+:[^/\s@]+@")
 
 @functools.cache
 def _render(overlay: str) -> tuple[dict, ...]:
-    out = subprocess.run(
-        [str(kubectl_path()), "kustomize", str(DEPLOY / "overlays" / overlay)],
-        check=True, capture_output=True, text=True,
-    )
+    return render_dir(DEPLOY / "overlays" / overlay)
+
+
+def render_dir(path: Path) -> tuple[dict, ...]:
+    out = subprocess.run([str(kubectl_path()), "kustomize", str(path)], check=True, capture_output=True, text=True)
     return tuple(d for d in yaml.safe_load_all(out.stdout) if d)
 
 
@@ -176,6 +179,8 @@ def test_everything_lands_in_the_bots_namespace(overlay):
     for obj in objects(overlay):
         if obj["kind"] in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
             assert "namespace" not in obj["metadata"]
+        elif obj["kind"] == "RoleBinding" and obj["roleRef"]["name"] == ACT_ROLE:
+            assert overlay == "namespaced"  # the executors' rights, bound in a team namespace
         else:
             assert obj["metadata"].get("namespace") == NAMESPACE, f"{obj['kind']}/{obj['metadata']['name']}"
         for subject in obj.get("subjects", []):
@@ -303,7 +308,7 @@ def test_dry_run_is_read_only_by_settings_and_by_rbac(pod_settings, api_calls):
     assert granted <= {"list", "watch", "get"}
     # Reading one object is what an executor does before patching: never granted on what it patches.
     patched = {(c.group, c.resource) for c in api_calls["writes"] if c.verb == "patch"}
-    assert patched >= {("apps", "statefulsets"), ("ray.io", "rayclusters"), ("serving.kserve.io", "inferenceservices")}
+    assert patched >= {("apps", "statefulsets/scale"), ("ray.io", "rayclusters"), ("serving.kserve.io", "inferenceservices")}
     for role in bound_roles("dry-run"):
         for rule in role["rules"]:
             if "get" in rule["verbs"] and "nonResourceURLs" not in rule:
@@ -407,6 +412,13 @@ TO_MIG = GpuResize(before=(("nvidia.com/gpu", 1),), after=(("nvidia.com/mig-1g.1
 NOT_KUBERNETES = {ActionVerb.STOP_JUPYTER_SERVER}
 
 
+def pods_gone(fake: FakeKubeApi, target: ObjectRef) -> None:
+    """What the StatefulSet controller records once the pods of a scale to zero are gone."""
+    obj = fake.get(target.kind, target.namespace, target.name)
+    obj["status"] = {**(obj.get("status") or {}), "replicas": 0, "readyReplicas": 0}
+    fake.add(obj)
+
+
 def _recorded(fake: FakeKubeApi) -> set[Call]:
     return {call_of(r.method, r.path, dict(r.query)) for r in fake.requests}
 
@@ -415,7 +427,8 @@ def _recorded(fake: FakeKubeApi) -> set[Call]:
 def api_calls() -> dict[str, set[Call]]:
     """What the bot's code asks of the API server: ``reads`` (a sweep's snapshot, with Kueue
     v1beta2 preferred and with only v1beta1 served), ``writes`` (a server-side dry run, apply
-    and restore of every executor verb) and ``leases`` (every call of the Lease client leader election uses, on the
+    and restore of every executor verb), ``resize`` (the same of right-sizing a Deployment's or
+    StatefulSet's pod template, which components/resize grants) and ``leases`` (every call of the Lease client leader election uses, on the
     Lease ``gpu-cost-bot`` in the namespace ``gpu-cost-bot``)."""
     assert {verb for verb, _ in EXECUTOR_TARGETS} == set(ActionVerb) - NOT_KUBERNETES
     reads: set[Call] = set()
@@ -452,18 +465,27 @@ def api_calls() -> dict[str, set[Call]]:
         assert cache.stop()
         reads |= _recorded(fake)
     claim = {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": {"name": "claim-spot-1"}}
+    writes: set[Call] = set()
+    resize: set[Call] = set()
+    sent = []
     with FakeKubeApi(everything + [claim]) as fake:
         writer = KubernetesWriter(fake.api_client())
         for verb, target in EXECUTOR_TARGETS:
-            resize = TO_MIG if verb is ActionVerb.RESIZE_GPUS else None
-            action = ProposedAction(verb=verb, target=target, summary=f"{verb.value} {target}", resize=resize)
+            fake.clear_requests()
+            change = TO_MIG if verb is ActionVerb.RESIZE_GPUS else None
+            action = ProposedAction(verb=verb, target=target, summary=f"{verb.value} {target}", resize=change)
             writer.dry_run(action, NOW)  # the same PATCH or DELETE with dryRun=All: the same RBAC verb
             undo = writer.apply(action, NOW)
+            if verb is ActionVerb.SCALE_TO_ZERO and target.kind == "StatefulSet":
+                pods_gone(fake, target)  # else Restore waits for them
             if verb.restorable:  # a deleted NodeClaim has nothing to restore
                 writer.restore(action, undo, NOW)
-        assert {r.method for r in fake.requests} == {"GET", "PATCH", "DELETE"}
-        assert {r.method for r in fake.requests if r.query.get("dryRun") == "All"} == {"PATCH", "DELETE"}
-        writes = _recorded(fake)
+            sent += fake.requests
+            # A set's pod template is patched only to right-size it: the opt-in components/resize.
+            pod_template = verb is ActionVerb.RESIZE_GPUS and target.api_version == "apps/v1"
+            (resize if pod_template else writes).update(_recorded(fake))
+    assert {r.method for r in sent} == {"GET", "PATCH", "DELETE"}
+    assert {r.method for r in sent if r.query.get("dryRun") == "All"} == {"PATCH", "DELETE"}
     # LeaderElector reaches the Lease only through these methods (bot.leader.LeaseAccess); a new
     # one fails here until it is driven below.
     assert {n for n in vars(LeaseClient) if not n.startswith("_")} == {"get", "create", "update"}
@@ -476,7 +498,7 @@ def api_calls() -> dict[str, set[Call]]:
         assert lease.get(timeout=5).record == record
         assert {r.method for r in fake.requests} == {"GET", "POST", "PUT"}
         leases = _recorded(fake)
-    return {"reads": reads, "writes": writes, "leases": leases}
+    return {"reads": reads, "writes": writes, "resize": resize, "leases": leases}
 
 
 def bound_roles(overlay: str, rendered: Iterable[dict] | None = None) -> list[dict]:
@@ -537,12 +559,18 @@ def unused(roles: list[dict], calls: set[Call]) -> list[str]:
     return out
 
 
-def calls_for(settings: Settings, api_calls: dict[str, set[Call]]) -> set[Call]:
+def team_namespaces(settings: Settings) -> set[str]:
+    return {ns for team in settings.teams for ns in team.namespaces}
+
+
+def calls_for(settings: Settings, api_calls: dict[str, set[Call]], overlay: str = "") -> set[Call]:
     """The calls a bot with ``settings`` makes: the sweep's reads always, the executors' writes
-    unless dry-run, the Lease's calls when leader election is on."""
+    unless dry-run (in the namespaced overlay, those in its teams' namespaces and the
+    cluster-scoped ones), the Lease's calls when leader election is on."""
     calls = set(api_calls["reads"])
     if not settings.dry_run:
-        calls |= api_calls["writes"]
+        allowed = team_namespaces(settings) if overlay == "namespaced" else None
+        calls |= {c for c in api_calls["writes"] if allowed is None or not c.namespace or c.namespace in allowed}
     if settings.leader_election.enabled:
         # The recorded Lease calls name the Lease and namespace this install is meant to use.
         assert (settings.leader_election.lease_name, settings.leader_election.namespace) == (LEASE_NAME, None)
@@ -553,7 +581,7 @@ def calls_for(settings: Settings, api_calls: dict[str, set[Call]]) -> set[Call]:
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_rbac_allows_every_call_the_code_makes(overlay, api_calls, pod_settings):
     settings, _ = pod_settings(overlay)
-    assert denied(bound_roles(overlay), calls_for(settings, api_calls)) == []
+    assert denied(bound_roles(overlay), calls_for(settings, api_calls, overlay)) == []
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -565,6 +593,7 @@ def test_rbac_grants_nothing_the_code_does_not_use(overlay, api_calls, pod_setti
         for rule in role["rules"]:
             for field in ("apiGroups", "resources", "verbs", "nonResourceURLs", "resourceNames"):
                 assert "*" not in rule.get(field, []), f"{role['name']}: a wildcard in {field}"
+    # Every rule is used somewhere (the namespaced overlay's RoleBindings by writes in their namespaces).
     assert unused(roles, calls_for(settings, api_calls)) == []
 
 
@@ -577,18 +606,63 @@ def test_dry_run_rbac_refuses_every_executor_call(api_calls):
 def test_the_rbac_check_notices_a_missing_rule(api_calls):
     """The checks above would fail if a rule went missing or a verb were added without a use."""
     rendered = [json.loads(json.dumps(o)) for o in objects("single")]
-    [role] = [o for o in rendered if o["kind"] == "ClusterRole"]
-    role["rules"] = [r for r in role["rules"] if r.get("resources") != ["notebooks"]]
-    role["rules"].append({"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]})
-    roles = bound_roles("single", rendered)
+    roles = {o["metadata"]["name"]: o for o in rendered if o["kind"] == "ClusterRole"}
+    for role in (roles["gpu-cost-bot"], roles[ACT_ROLE]):
+        role["rules"] = [r for r in role["rules"] if r.get("resources") != ["notebooks"]]
+    roles["gpu-cost-bot"]["rules"].append({"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]})
     calls = api_calls["reads"] | api_calls["writes"]
-    assert denied(roles, calls) == [
+    bound = bound_roles("single", rendered)
+    assert denied(bound, calls) == [
         "get notebooks.kubeflow.org/llm-explore in ml-research",
         "list notebooks.kubeflow.org",
         "patch notebooks.kubeflow.org/llm-explore in ml-research",
         "watch notebooks.kubeflow.org",
     ]
-    assert unused(roles, calls) == ["ClusterRole/gpu-cost-bot: delete pods.core"]
+    assert unused(bound, calls) == ["ClusterRole/gpu-cost-bot: delete pods.core"]
+
+
+def test_no_overlay_may_touch_a_sets_pod_template_and_scaling_goes_through_the_scale_subresource(api_calls):
+    writes = api_calls["writes"]
+    assert {(c.group, c.resource) for c in writes if c.verb == "patch"} >= {
+        ("apps", "statefulsets/scale"), ("apps", "deployments/scale"), ("leaderworkerset.x-k8s.io", "leaderworkersets/scale"),
+    }
+    assert not [c for c in writes if c.resource in ("statefulsets", "deployments", "leaderworkersets")]
+    sets = {"statefulsets", "deployments", "leaderworkersets"}
+    for overlay in OVERLAYS:
+        for role in bound_roles(overlay):
+            for rule in role["rules"]:
+                if {"patch", "update"} & set(rule["verbs"]):
+                    assert not sets & set(rule.get("resources", [])), (overlay, role["name"], rule)
+
+
+def test_the_resize_component_grants_the_pod_template_patch_and_nothing_more(api_calls, tmp_path):
+    assert {(c.verb, c.group, c.resource) for c in api_calls["resize"]} == {
+        (verb, "apps", kind) for verb in ("get", "patch") for kind in ("statefulsets", "deployments")
+    }
+    assert len(denied(bound_roles("single"), api_calls["resize"])) == len(api_calls["resize"])
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "namespace": NAMESPACE,
+        # kustomize takes only relative paths to other kustomizations
+        "resources": [os.path.relpath(DEPLOY / "overlays" / "single", tmp_path)],
+        "components": [os.path.relpath(DEPLOY / "components" / "resize", tmp_path)],
+    }))
+    rendered = render_dir(tmp_path)
+    roles = bound_roles("single", rendered)
+    assert denied(roles, api_calls["resize"]) == []
+    [resize] = [r for r in roles if r["name"] == "ClusterRole/gpu-cost-bot-resize"]
+    assert unused([resize], api_calls["resize"]) == []
+
+
+def test_the_namespaced_overlay_acts_only_in_its_teams_namespaces(api_calls, pod_settings):
+    settings, _ = pod_settings("namespaced")
+    bindings = [o for o in objects("namespaced", "RoleBinding") if o["roleRef"]["name"] == ACT_ROLE]
+    assert {b["metadata"]["namespace"] for b in bindings} == team_namespaces(settings)
+    assert ACT_ROLE not in {o["metadata"]["name"] for o in objects("namespaced", "ClusterRoleBinding")}
+    refused = denied(bound_roles("namespaced"), api_calls["writes"])
+    outside = sorted(str(c) for c in api_calls["writes"] if c.namespace and c.namespace not in team_namespaces(settings))
+    assert outside and refused == outside
+    # An empty node's NodeClaim belongs to no namespace: deleting it is still granted.
+    assert any(c.resource == "nodeclaims" and c.verb == "delete" for c in api_calls["writes"])
 
 
 def test_the_lease_role_names_the_configured_lease(pod_settings):

@@ -8,6 +8,7 @@ left alone."""
 from __future__ import annotations
 
 import io
+import json
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Callable
@@ -21,7 +22,7 @@ from actions.policy.rules import Policy
 from actions.policy.teams import Team, TeamDirectory
 from actions.pricing.book import PriceBook
 from actions.pricing.catalog import PriceCatalog
-from actions.remedy.patches import REPLICAS_ANNOTATION, STOPPED_ANNOTATION
+from actions.remedy.patches import STOPPED_ANNOTATION
 from actions.sources.kube.reader import KubernetesSource
 from actions.sources.recording import RecordedTelemetry
 from actions.store.database import Store
@@ -33,6 +34,7 @@ from tests.support import workload_shapes as shapes
 from tests.support.clock import Clock
 from tests.support.demo_world import APPROVER
 from tests.support.fakes.kube_api import FakeKubeApi
+from tests.support.waiting import wait_for
 from tests.support.workload_shapes import NOW, telemetry
 
 
@@ -76,12 +78,7 @@ def wl_active(name: str, active: bool):
 
 
 def replicas(kind: str, name: str, count: int, group: str | None = None):
-    def check(fake):
-        obj = spec(fake, kind, name, group)
-        annotations = obj["metadata"].get("annotations") or {}
-        recorded = annotations.get(REPLICAS_ANNOTATION)
-        return obj["spec"]["replicas"] == count and (recorded is not None) == (count == 0)
-    return check
+    return lambda fake: spec(fake, kind, name, group)["spec"]["replicas"] == count
 
 
 JOB_WL = shapes._kueue_wl("Job", "batch", "eval")
@@ -166,7 +163,9 @@ def test_an_idle_one_is_proposed_approved_and_restored_exactly(kind, sqlite_url)
         assert outcome.ok, outcome.message
         assert case.applied(fake)
         patches = [r for r in fake.changes() if r.method == "PATCH"]
-        assert len(patches) == 1 and patches[0].path.endswith(f"/{case.target[1].lower()}s/{case.target[2]}")
+        # A scale to zero writes only the set's scale subresource (RBAC grants nothing more).
+        written = f"/{case.target[1].lower()}s/{case.target[2]}" + ("/scale" if case.verb is ActionVerb.SCALE_TO_ZERO else "")
+        assert len(patches) == 1 and patches[0].path.endswith(written)
         assert rt.store.get(req.id).state == "done"
 
         outcome = Approvals(rt).restore(req.id, APPROVER)
@@ -218,3 +217,26 @@ def test_a_notebook_is_still_stopped_through_its_annotation(sqlite_url):
         (req,) = rt.store.list_requests()
         assert Approvals(rt).approve(req.id, APPROVER).ok
         assert STOPPED_ANNOTATION in fake.get("Notebook", shapes.NS, "explore")["metadata"]["annotations"]
+
+
+def test_a_scale_to_zero_whose_answer_never_came_is_settled_done_with_the_count_it_had(sqlite_url):
+    case = CASES["Deployment under Kueue"]
+    fake, pods = fake_for(case)
+    with fake:
+        rt = runtime(fake, sqlite_url, [telemetry(pods)])
+        rt.writer = KubernetesWriter(fake.api_client(), timeout_seconds=0.5)
+        Proposals(rt).reconcile(rt.detect(NOW), NOW)
+        (req,) = rt.store.list_requests()
+        rt.clock.now = NOW + timedelta(minutes=5)
+        # The API server applies the scale after the client gave up waiting for its answer.
+        fake.stall("PATCH", f"/apis/apps/v1/namespaces/{shapes.NS}/deployments/embed/scale", seconds=1.5)
+        outcome = Approvals(rt).approve(req.id, APPROVER)
+        assert not outcome.ok and "did not answer in time" in outcome.message
+        assert rt.store.get(req.id).state == "uncertain"
+        wait_for(lambda: case.applied(fake), "the late scale to land", 5)
+        # The Deployment now shows 0 replicas: only the plan stored before the write knows it had 2.
+        assert "dry-run-accepted" in [e.event for e in rt.store.events(req.id)]
+        rt.clock.now += timedelta(seconds=rt.timeouts.settle + 1)
+        assert Proposals(rt).settle(rt.clock.now) == {"done": 1}
+        assert json.loads(rt.store.get(req.id).undo_json)["replicas_before"] == 2
+        assert Approvals(rt).restore(req.id, APPROVER).ok and case.restored(fake)

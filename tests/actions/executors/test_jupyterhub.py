@@ -243,7 +243,8 @@ def test_a_dry_run_reads_the_server_and_stops_nothing(hub):
     )
     writer = RoutingWriter(InMemoryCluster([]), HubWriter({shapes.NS: HubClient(hub.api, hub.token)}))
     started = hub.server()["started"]
-    assert writer.dry_run(stop, NOW) is None
+    # Its plan: what Restore would start the server with.
+    assert writer.dry_run(stop, NOW)["user_options"] == hub.server()["user_options"]
     server = hub.server()
     assert server["ready"] and server["started"] == started  # still the same running server
     gone = ProposedAction(

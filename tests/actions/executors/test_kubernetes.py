@@ -17,7 +17,6 @@ from actions.executors.routing import RoutingWriter
 from actions.model.findings import ActionVerb, GpuResize, ProposedAction
 from actions.model.kube import ObjectRef
 from actions.remedy.patches import (
-    REPLICAS_ANNOTATION,
     STOPPED_ANNOTATION,
     ActionRefused,
     ExecutorError,
@@ -26,7 +25,6 @@ from actions.remedy.patches import (
 from tests.support.fakes.kube_api import FakeKubeApi
 from tests.support.kueue_webhook import (
     KUEUE_DENIAL,
-    KUEUE_STILL_SCALING_DOWN,
     KUEUE_STS_WEBHOOK,
     MIG_NODE,
     TO_MIG,
@@ -130,51 +128,54 @@ def test_stop_notebook_twice_is_idempotent(fake, writer):
 # --- StatefulSet / Deployment -----------------------------------------------------------------------
 
 
-def test_scale_statefulset_three_to_zero_and_back(fake, writer):
+def test_scale_statefulset_three_to_zero_and_back_through_its_scale_subresource(fake, writer):
     before = fake.get("StatefulSet", "serving", "embed-batch")["metadata"]["resourceVersion"]
     undo = writer.apply(action(ActionVerb.SCALE_TO_ZERO, BATCH_STS), NOW)
 
+    # Only the scale subresource is read and written: RBAC then grants nothing else of the set.
+    scale = "/apis/apps/v1/namespaces/serving/statefulsets/embed-batch/scale"
+    assert {r.path for r in fake.requests} == {scale}
     [patch] = patches(fake)
-    assert patch.path == "/apis/apps/v1/namespaces/serving/statefulsets/embed-batch"
     assert patch.content_type == MERGE
-    assert patch.body == {
-        "metadata": {"annotations": {REPLICAS_ANNOTATION: "3"}, "resourceVersion": before},
-        "spec": {"replicas": 0},
-    }
+    assert patch.body == {"metadata": {"resourceVersion": before}, "spec": {"replicas": 0}}
     sts = fake.get("StatefulSet", "serving", "embed-batch")
-    assert sts["spec"]["replicas"] == 0
-    assert sts["metadata"]["annotations"] == {REPLICAS_ANNOTATION: "3"}
+    assert sts["spec"]["replicas"] == 0 and "annotations" not in sts["metadata"]
     assert undo["replicas_before"] == 3
 
     fake.clear_requests()
     writer.restore(action(ActionVerb.SCALE_TO_ZERO, BATCH_STS), undo, LATER)
 
     [patch] = patches(fake)
-    assert patch.body == {
-        "metadata": {
-            "annotations": {REPLICAS_ANNOTATION: None},
-            "resourceVersion": sts["metadata"]["resourceVersion"],
-        },
-        "spec": {"replicas": 3},
+    assert patch.path == scale
+    assert patch.body == {"metadata": {"resourceVersion": sts["metadata"]["resourceVersion"]}, "spec": {"replicas": 3}}
+    assert fake.get("StatefulSet", "serving", "embed-batch")["spec"]["replicas"] == 3
+
+
+def test_the_dry_run_plans_the_undo_that_apply_then_returns(fake, writer):
+    stop = action(ActionVerb.SCALE_TO_ZERO, BATCH_STS)
+    planned = writer.dry_run(stop, NOW)
+    assert fake.get("StatefulSet", "serving", "embed-batch")["spec"]["replicas"] == 3  # a dry run changes nothing
+    assert writer.apply(stop, NOW) == planned == {
+        "verb": "scale-to-zero", "replicas_before": 3,
+        "target": {"apiVersion": "apps/v1", "kind": "StatefulSet", "namespace": "serving", "name": "embed-batch"},
     }
-    sts = fake.get("StatefulSet", "serving", "embed-batch")
-    assert sts["spec"]["replicas"] == 3
-    assert REPLICAS_ANNOTATION not in sts["metadata"].get("annotations", {})
 
 
-def test_scale_twice_returns_the_same_count(fake, writer):
+def test_a_second_scale_sends_nothing_and_only_the_first_undo_knows_the_count(fake, writer):
     first = writer.apply(action(ActionVerb.SCALE_TO_ZERO, BATCH_STS), NOW)
     second = writer.apply(action(ActionVerb.SCALE_TO_ZERO, BATCH_STS), LATER)
-    assert first == second and first["replicas_before"] == 3
+    assert (first["replicas_before"], second["replicas_before"]) == (3, 0)
     assert len(patches(fake)) == 1
-    sts = fake.get("StatefulSet", "serving", "embed-batch")
-    assert (sts["spec"]["replicas"], sts["metadata"]["annotations"][REPLICAS_ANNOTATION]) == (0, "3")
+    # What current() reads is the Scale, which plans like the object.
+    assert writer.current(action(ActionVerb.SCALE_TO_ZERO, BATCH_STS))["kind"] == "Scale"
 
 
-def test_restore_without_undo_record_reads_the_annotation(fake, writer):
+def test_restore_without_a_replica_count_is_an_error_and_changes_nothing(fake, writer):
     writer.apply(action(ActionVerb.SCALE_TO_ZERO, BATCH_STS), NOW)
-    writer.restore(action(ActionVerb.SCALE_TO_ZERO, BATCH_STS), {}, LATER)  # the bot's database was lost
-    assert fake.get("StatefulSet", "serving", "embed-batch")["spec"]["replicas"] == 3
+    fake.clear_requests()
+    with pytest.raises(ExecutorError, match="holds no replica count"):
+        writer.restore(action(ActionVerb.SCALE_TO_ZERO, BATCH_STS), {}, LATER)
+    assert patches(fake) == [] and fake.get("StatefulSet", "serving", "embed-batch")["spec"]["replicas"] == 0
 
 
 def test_restore_keeps_a_count_someone_else_set(fake, writer):
@@ -185,14 +186,14 @@ def test_restore_keeps_a_count_someone_else_set(fake, writer):
         AppsV1Api(client).patch_namespaced_stateful_set(
             "embed-batch", "serving", {"spec": {"replicas": 1}}, _content_type=MERGE, _preload_content=False
         )
+    fake.clear_requests()
     writer.restore(action(ActionVerb.SCALE_TO_ZERO, BATCH_STS), undo, LATER)
-    sts = fake.get("StatefulSet", "serving", "embed-batch")
-    assert sts["spec"]["replicas"] == 1
-    assert REPLICAS_ANNOTATION not in sts["metadata"]["annotations"]
+    assert fake.get("StatefulSet", "serving", "embed-batch")["spec"]["replicas"] == 1
+    assert patches(fake) == []
 
 
 def test_scale_deployment_retries_a_conflict(fake, writer):
-    path = "/apis/apps/v1/namespaces/serving/deployments/chat-api"
+    path = "/apis/apps/v1/namespaces/serving/deployments/chat-api/scale"
     fake.fail("PATCH", path, 409, "Conflict", 'Operation cannot be fulfilled on deployments.apps "chat-api"')
     undo = writer.apply(action(ActionVerb.SCALE_TO_ZERO, CHAT_DEPLOYMENT), NOW)
     assert [r.method for r in fake.requests if r.path == path] == ["GET", "PATCH", "GET", "PATCH"]
@@ -269,7 +270,7 @@ def test_a_hung_api_server_does_not_hold_the_action_and_its_outcome_is_uncertain
     with pytest.raises(ExecutorError, match="no answer from the Kubernetes API") as info:
         writer.apply(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK), NOW)
     assert time.monotonic() - started < 1.5 and info.value.uncertain
-    wait_for(lambda: STOPPED_ANNOTATION in annotations(writer.current(NOTEBOOK)), "the late patch to land", 5)
+    wait_for(lambda: STOPPED_ANNOTATION in annotations(writer.current(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK))), "the late patch to land", 5)
 
 
 def test_a_hung_read_fails_the_action_before_anything_is_sent(fake):
@@ -300,15 +301,15 @@ def test_a_write_leaves_its_connection_clean_for_the_next_request(fake, writer):
     for _ in range(20):
         undo = writer.apply(stop, NOW)
         fake.clear_requests()
-        writer.current(NOTEBOOK)
+        writer.current(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK))
         writer.restore(stop, undo, LATER)
-        writer.current(NOTEBOOK)
+        writer.current(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK))
         assert [r.method for r in fake.requests] == ["GET", "GET", "PATCH", "GET"]
 
 
 def test_current_reads_the_target_and_says_none_when_it_is_gone(fake, writer):
-    assert writer.current(NOTEBOOK)["metadata"]["name"] == "llm-explore"
-    assert writer.current(ObjectRef("kubeflow.org/v1", "Notebook", "ml-research", "nope")) is None
+    assert writer.current(action(ActionVerb.STOP_NOTEBOOK, NOTEBOOK))["metadata"]["name"] == "llm-explore"
+    assert writer.current(action(ActionVerb.STOP_NOTEBOOK, ObjectRef("kubeflow.org/v1", "Notebook", "ml-research", "nope"))) is None
 
 
 def _config(host):
@@ -383,7 +384,7 @@ def test_a_dry_run_kueue_allows_passes_and_changes_nothing(fake, writer):
     kueue_managed(fake)  # Kueue allows scaling a set it manages to zero and back from it
     before = fake.get("StatefulSet", "serving", "vector-db")
     fake.clear_requests()
-    assert writer.dry_run(action(ActionVerb.SCALE_TO_ZERO, SERVING_STS), NOW) is None
+    assert writer.dry_run(action(ActionVerb.SCALE_TO_ZERO, SERVING_STS), NOW)["replicas_before"] == 1
     assert [r.method for r in dry_runs(fake)] == ["PATCH"]
     assert fake.get("StatefulSet", "serving", "vector-db") == before
 
@@ -394,7 +395,7 @@ def test_a_dry_run_of_a_resize_on_an_ordinary_statefulset_passes_changes_nothing
     resize = ProposedAction(ActionVerb.RESIZE_GPUS, SERVING_STS, "to a MIG slice", TO_MIG)
     fake.clear_requests()
 
-    assert writer.dry_run(resize, NOW) is None
+    assert writer.dry_run(resize, NOW)["verb"] == "resize-gpus"
 
     [dry] = dry_runs(fake)
     assert (dry.method, dry.path, dry.query) == (
@@ -522,14 +523,9 @@ def test_in_memory_scale_statefulset_to_zero_and_back():
     undo = cluster.apply(action(ActionVerb.SCALE_TO_ZERO, sts), NOW)
     assert undo["replicas_before"] == 1
     assert "cell-bursts-0" not in pod_names(cluster, NOW)
-    assert cluster.get("StatefulSet", "ml-research", "cell-bursts")["metadata"]["annotations"] == {
-        REPLICAS_ANNOTATION: "1"
-    }
+    assert cluster.get("StatefulSet", "ml-research", "cell-bursts")["spec"]["replicas"] == 0
     cluster.restore(action(ActionVerb.SCALE_TO_ZERO, sts), undo, LATER)
     assert "cell-bursts-0" in pod_names(cluster, LATER)
-    assert REPLICAS_ANNOTATION not in cluster.get("StatefulSet", "ml-research", "cell-bursts")[
-        "metadata"
-    ].get("annotations", {})
 
 
 def test_in_memory_scale_deployment_to_zero_and_back():
@@ -629,35 +625,50 @@ def scaled_down_under_kueue(fake: FakeKubeApi, clock: WaitingClock) -> tuple[Kub
     return writer, stop, undo
 
 
-def test_a_restore_kueue_denies_while_pods_terminate_is_sent_again_once_they_are_gone(fake):
+def test_a_restore_from_zero_waits_for_the_scale_downs_pods_then_scales_up_once(fake):
+    # Kueue's webhook (registered for statefulsets, not statefulsets/scale) would deny this
+    # scale-up while the pod terminates; the scale subresource skips it, so the writer waits.
     clock = WaitingClock(on_sleep=lambda: terminating(fake, 0))
     writer, stop, undo = scaled_down_under_kueue(fake, clock)
     writer.restore(stop, undo, LATER)
-    assert [r.method for r in patches(fake)] == ["PATCH", "PATCH"]  # denied, then accepted
+    assert [r.method for r in patches(fake)] == ["PATCH"]  # sent once the pod was gone
     assert clock.slept == [2]
     assert fake.get("StatefulSet", "serving", "vector-db")["spec"]["replicas"] == 1
 
 
-def test_a_restore_denied_for_the_whole_wait_says_what_kueue_said_and_what_to_do(fake):
+def test_a_restore_whose_pods_stay_for_the_whole_wait_changes_nothing_and_says_what_to_do(fake):
     clock = WaitingClock()  # the pod never goes
     writer, stop, undo = scaled_down_under_kueue(fake, clock)
     with pytest.raises(ExecutorError) as info:
         writer.restore(stop, undo, LATER)
-    assert info.value.webhook == KUEUE_STS_WEBHOOK and info.value.status == 403
-    assert KUEUE_STILL_SCALING_DOWN in str(info.value)
-    assert "denied for 10 s while 1 pod(s) of the scale-down were still there; press Restore again" in str(info.value)
-    assert len(patches(fake)) == 6 and sum(clock.slept) == 10  # at 0, 2, ... 10 s
+    assert "1 pod(s) of the scale-down were still terminating after 10 s" in str(info.value)
+    assert "nothing was changed. Press Restore again once they are gone" in str(info.value)
+    assert patches(fake) == [] and sum(clock.slept) == 10  # read at 0, 2, ... 10 s
     assert fake.get("StatefulSet", "serving", "vector-db")["spec"]["replicas"] == 0
 
 
-def test_a_restore_refused_by_rbac_is_not_waited_on(fake):
+def test_a_restore_refused_by_rbac_fails_at_once(fake):
     clock = WaitingClock()
     writer, stop, undo = scaled_down_under_kueue(fake, clock)
+    terminating(fake, 0)
     # RBAC's own words (k8s.io/apiserver pkg/endpoints/handlers/responsewriters errors.go forbiddenMessage).
-    fake.fail("PATCH", "/apis/apps/v1/namespaces/serving/statefulsets/vector-db", 403, "Forbidden",
+    fake.fail("PATCH", "/apis/apps/v1/namespaces/serving/statefulsets/vector-db/scale", 403, "Forbidden",
               'statefulsets.apps "vector-db" is forbidden: User "system:serviceaccount:gpu-cost-bot:gpu-cost-bot" '
-              'cannot patch resource "statefulsets" in API group "apps" in the namespace "serving"')
-    with pytest.raises(ExecutorError) as info:
+              'cannot patch resource "statefulsets/scale" in API group "apps" in the namespace "serving"')
+    with pytest.raises(ExecutorError, match="cannot patch resource"):
         writer.restore(stop, undo, LATER)
-    assert info.value.webhook == "" and "cannot patch resource" in str(info.value)
     assert clock.slept == [] and len(patches(fake)) == 1
+
+
+def test_a_dry_run_rbac_will_not_let_read_is_the_action_refused(fake, writer):
+    # Without deploy/components/resize the bot may not read a Deployment itself, only its scale.
+    path = "/apis/apps/v1/namespaces/serving/deployments/chat-api"
+    fake.fail("GET", path, 403, "Forbidden",
+              'deployments.apps "chat-api" is forbidden: User "system:serviceaccount:gpu-cost-bot:gpu-cost-bot" '
+              'cannot get resource "deployments" in API group "apps" in the namespace "serving"')
+    resize = ProposedAction(ActionVerb.RESIZE_GPUS, CHAT_DEPLOYMENT, "resize", resize=TO_MIG)
+    with pytest.raises(ActionRefused) as info:
+        writer.dry_run(resize, NOW)
+    assert (info.value.status, info.value.reason) == (403, "Forbidden")
+    assert 'cannot get resource "deployments"' in info.value.message
+    assert patches(fake) == []

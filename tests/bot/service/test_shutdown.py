@@ -185,8 +185,8 @@ class GatedWriter:
     def dry_run(self, action, now):
         return self.cluster.dry_run(action, now)
 
-    def current(self, target):
-        return self.cluster.current(target)
+    def current(self, action):
+        return self.cluster.current(action)
 
 
 def get(url: str) -> tuple[int, str]:

@@ -75,14 +75,17 @@ class ResourceType:
     # Dotted paths of MicroTime fields: the API server refuses values without exactly six
     # fractional digits (layout 2006-01-02T15:04:05.000000Z07:00), so the fake does too.
     micro_time_fields: tuple[str, ...] = ()
+    # The ``scale`` subresource, where served: the dotted path of its status replicas and of its
+    # label selector (a string field, or ``spec.selector`` made a string as built-ins do).
+    scale: tuple[str, str] | None = None
 
 
 RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType("", "pods", "Pod", True, ("v1",)),
     ResourceType("", "nodes", "Node", False, ("v1",)),
     ResourceType("", "namespaces", "Namespace", False, ("v1",)),
-    ResourceType("apps", "statefulsets", "StatefulSet", True, ("v1",)),
-    ResourceType("apps", "deployments", "Deployment", True, ("v1",)),
+    ResourceType("apps", "statefulsets", "StatefulSet", True, ("v1",), scale=("status.replicas", "spec.selector")),
+    ResourceType("apps", "deployments", "Deployment", True, ("v1",), scale=("status.replicas", "spec.selector")),
     ResourceType("kubeflow.org", "notebooks", "Notebook", True, ("v1",), custom=True),
     ResourceType("kueue.x-k8s.io", "workloads", "Workload", True, ("v1beta2", "v1beta1"), custom=True),
     ResourceType("kueue.x-k8s.io", "localqueues", "LocalQueue", True, ("v1beta2", "v1beta1"), custom=True),
@@ -104,7 +107,10 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType("kubeflow.org", "jaxjobs", "JAXJob", True, ("v1",), custom=True),
     ResourceType("kubeflow.org", "mpijobs", "MPIJob", True, ("v2beta1",), custom=True),
     ResourceType("workload.codeflare.dev", "appwrappers", "AppWrapper", True, ("v1beta2",), custom=True),
-    ResourceType("leaderworkerset.x-k8s.io", "leaderworkersets", "LeaderWorkerSet", True, ("v1",), custom=True),
+    # LWS v0.10.0 leaderworkerset_types.go: +kubebuilder:subresource:scale:specpath=.spec.replicas,
+    # statuspath=.status.replicas,selectorpath=.status.hpaPodSelector
+    ResourceType("leaderworkerset.x-k8s.io", "leaderworkersets", "LeaderWorkerSet", True, ("v1",), custom=True,
+                 scale=("status.replicas", "status.hpaPodSelector")),
     ResourceType("serving.kserve.io", "inferenceservices", "InferenceService", True, ("v1beta1",), custom=True),
     # Karpenter v1 (kubernetes-sigs/karpenter pkg/apis/v1): NodeClaims and NodePools are cluster-scoped.
     ResourceType("karpenter.sh", "nodeclaims", "NodeClaim", False, ("v1",), custom=True),
@@ -208,6 +214,7 @@ class _Route:
     version: str
     namespace: str | None
     name: str | None
+    subresource: str = ""
 
 
 @dataclass(frozen=True)
@@ -494,6 +501,8 @@ class FakeKubeApi:
         if segments[:2] == ["apis", VISIBILITY_GROUP] and method == "GET":
             return self._pending_workloads(segments[2:], query)
         route = self._route(segments)
+        if route.subresource:
+            return self._scale(route, method, query, body, content_type)
         if route.name is None:
             if method == "GET" and query.get("watch") in ("1", "true"):
                 return self._watch(route, query)  # type: ignore[return-value] - a stream of events
@@ -522,6 +531,56 @@ class FakeKubeApi:
         raise ApiError(
             405, "MethodNotAllowed", "the server does not allow this method on the requested resource"
         )
+
+    def _scale(self, route: _Route, method: str, query: dict, body: Any, content_type: str | None) -> dict:
+        """The ``scale`` subresource: GET answers the object as an ``autoscaling/v1`` Scale; PATCH
+        merges into that Scale and writes its ``spec.replicas`` back to the object (a
+        ``metadata.resourceVersion`` in it is a precondition on the object's), dry run or not.
+        Admission webhooks registered for the resource itself (:meth:`deny`, as Kueue's are, for
+        ``statefulsets`` alone) are not called on it (k8s.io/kubernetes
+        pkg/registry/apps/statefulset/storage/storage.go ``scaleFromStatefulSet`` and
+        ``scaleUpdatedObjectInfo``; apiextensions-apiserver pkg/registry/customresource/etcd.go
+        ``scaleFromCustomResource`` for a custom resource's paths)."""
+        obj = self._find(route)
+        if method == "GET":
+            return self._as_scale(route, obj)
+        if method != "PATCH":
+            raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        dry_run = self._dry_run(query, "PatchOptions")
+        if content_type not in (MERGE_PATCH, STRATEGIC_MERGE_PATCH) or not isinstance(body, dict):
+            raise ApiError(415, "UnsupportedMediaType", f"the body of the request was in an unknown format: {content_type}")
+        self._check_precondition(route, obj, (body.get("metadata") or {}).get("resourceVersion"))
+        scale = merge_patch(self._as_scale(route, obj), body)
+        replicas = (scale.get("spec") or {}).get("replicas")
+        if not isinstance(replicas, int) or replicas < 0:
+            raise ApiError(422, "Invalid", f"Scale.autoscaling \"{route.name}\" is invalid: spec.replicas: "
+                                           f"Invalid value: {json.dumps(replicas)}: must be greater than or equal to 0")
+        patched = merge_patch(obj, {"spec": {"replicas": replicas}})
+        updated = self._as_updated(route, obj, patched) if dry_run else self._store_updated(route, obj, patched)
+        return self._as_scale(route, updated)
+
+    def _as_scale(self, route: _Route, obj: dict) -> dict:
+        status_path, selector_path = route.rtype.scale or ("", "")
+
+        def at(path: str) -> Any:
+            value: Any = obj
+            for key in path.split("."):
+                value = value.get(key) if isinstance(value, dict) else None
+            return value
+
+        selector = at(selector_path)
+        if isinstance(selector, dict):  # a built-in's LabelSelector, as metav1.FormatLabelSelector writes it
+            selector = ",".join(f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items()))
+        meta = obj["metadata"]
+        replicas = (obj.get("spec") or {}).get("replicas")
+        return {
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                         if k in meta},
+            "spec": {"replicas": 1 if replicas is None and not route.rtype.custom else int(replicas or 0)},
+            "status": {"replicas": int(at(status_path) or 0), **({"selector": selector} if selector else {})},
+        }
 
     def _not_found(self) -> ApiError:
         return ApiError(404, "NotFound", "the server could not find the requested resource")
@@ -614,14 +673,17 @@ class FakeKubeApi:
         namespace = None
         if len(rest) >= 3 and rest[0] == "namespaces":
             namespace, rest = rest[1], rest[2:]
-        if not 1 <= len(rest) <= 2:
+        if not 1 <= len(rest) <= 3:
             raise self._not_found()
         rtype = self.types.get((group, rest[0]))
         if rtype is None or version not in rtype.versions or (namespace is not None and not rtype.namespaced):
             raise self._not_found()
-        if namespace is None and rtype.namespaced and len(rest) == 2:
+        if namespace is None and rtype.namespaced and len(rest) >= 2:
             raise self._not_found()
-        return _Route(rtype, version, namespace, rest[1] if len(rest) == 2 else None)
+        subresource = rest[2] if len(rest) == 3 else ""
+        if subresource and not (subresource == "scale" and rtype.scale):
+            raise self._not_found()
+        return _Route(rtype, version, namespace, rest[1] if len(rest) >= 2 else None, subresource)
 
     def _api_version(self, route: _Route) -> str:
         return f"{route.rtype.group}/{route.version}" if route.rtype.group else route.version
