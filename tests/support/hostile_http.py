@@ -59,6 +59,15 @@ def write(handler, sent, data: bytes) -> None:
     sent["bytes"] += len(data)
 
 
+def answer_json(handler, sent, body: bytes) -> None:
+    """Answer 200 with ``body`` (JSON, its length declared) all at once."""
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    write(handler, sent, body)
+
+
 def dripping(body: bytes, every: float = 0.2):
     """An upstream answering ``body`` (JSON, its length declared) one byte every ``every`` seconds."""
     def behave(handler, sent):

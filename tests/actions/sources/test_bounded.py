@@ -15,7 +15,7 @@ import pytest
 
 from actions.sources.prometheus.api import PrometheusApi, TelemetryError
 from tests.support.clock import T0
-from tests.support.hostile_http import ANSWER, MiB, drip, dripping, flood, upstream, write
+from tests.support.hostile_http import ANSWER, MiB, answer_json, drip, dripping, flood, upstream, write
 
 
 def gzip_bomb(handler, sent):
@@ -34,14 +34,7 @@ def api(url: str, **options) -> PrometheusApi:
 
 
 def test_an_answer_in_time_and_in_size_is_read():
-    def answer(handler, sent):
-        handler.send_response(200)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(ANSWER)))
-        handler.end_headers()
-        write(handler, sent, ANSWER)
-
-    with upstream(answer) as (url, _):
+    with upstream(lambda handler, sent: answer_json(handler, sent, ANSWER)) as (url, _):
         assert api(url).instant("up", "up", T0)[0]["metric"]["job"] == "dcgm-exporter"
         assert api(url).vector("up", "up", T0, ("job",))[0].metric.job == "dcgm-exporter"
 

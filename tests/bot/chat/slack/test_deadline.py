@@ -19,7 +19,7 @@ from bot.runtime.chat import ChatError, Message, MessageRef
 from tests.support.demo_world import APPROVER, make_runtime
 from tests.support.fakes.slack_api import FakeSlack
 from tests.support.fakes.slack_requests import bolt_request, slash_command_body
-from tests.support.hostile_http import dripping, dripping_head, upstream, write
+from tests.support.hostile_http import answer_json, dripping, dripping_head, upstream
 from tests.support.waiting import wait_for
 
 SECRET = "deadline-secret"
@@ -90,12 +90,7 @@ def test_a_file_upload_whose_upload_url_drips_ends_at_its_deadline():
             return dripping(b"OK - 1024")(handler, sent)
         host = handler.headers["Host"]
         doc = {"ok": True, "upload_url": f"http://{host}/upload/F1", "file_id": "F1"}
-        data = json.dumps(doc).encode()
-        handler.send_response(200)
-        handler.send_header("Content-Type", "application/json")
-        handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        write(handler, sent, data)
+        answer_json(handler, sent, json.dumps(doc).encode())
 
     with upstream(slack) as (url, sent):
         started = time.monotonic()
