@@ -1,17 +1,20 @@
-"""The words and patterns :mod:`actions.estimate.parse` reads a request with: numbers as digits or
-words, durations (``3 days``, ``a couple of weeks``, ``10h``), prices (``$3/hr``, ``at 2.5``),
-GPU and node counts, spot and on-demand, checkpoint and interruption intervals.
+"""The words and patterns :mod:`actions.estimate.parse` reads a request with: numbers as digits,
+in scientific notation or as words (``1,000``, ``1e3``, ``eight``, ``a dozen``), durations (``3
+days``, ``a couple of weeks``, ``10h``), prices (``$3/hr``, ``at 2.5``), GPU and node counts
+(``half a p5 node``, ``p5en x 2``), spot and on-demand, checkpoint and interruption intervals,
+and the filler words a request may hold without their being ignored.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 
 from actions.model.times import HOURS_PER_MONTH, HOURS_PER_YEAR
 
 # --- reading a request -----------------------------------------------------------------------------
 
-NUM = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+"
+NUM = r"(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?:e\+?\d+)?"  # 1,000.5, .5, 1e3
 START = r"(?<![\w.$/-])"  # a number on its own, not inside a word, a price or a range
 SNUM = rf"-?(?:{NUM})"
 ONES = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
@@ -61,11 +64,17 @@ INTERRUPT_RE = re.compile(rf"\binterrupt(?:s|ed|ions?)?\s+(?:every\s+|each\s+)?(
 GPU_HOURS_RE = re.compile(
     rf"(?:{START}(?P<num>{SNUM})\s*|\b(?P<word>an?|one|per)\s+)gpu[-\s]?(?:hours?|hrs?|h)(?!\w)"
 )
-COUNT = rf"(?:{START}(?P<num>{SNUM})|\b(?P<word>{WORD_NUMBER})\b)\s*(?:x\s*)?"
+COUNT_WORDS = rf"half\s+a\s+dozen|(?:a\s+)?dozen|{WORD_NUMBER}"
+COUNT = rf"(?:{START}(?P<num>{SNUM})|\b(?P<word>{COUNT_WORDS})\b)\s*(?:x\s*)?"
+HALF = r"\b(?P<half>half\s+(?:of\s+)?an?)\s+"  # half a p5 node: half of one node
 NODE_COUNT_RE = re.compile(
-    rf"{COUNT}(?:{NODE_WORD}(?:\s+of)?(?:\s+INSTANCE)?|INSTANCE(?:\s+{NODE_WORD})?)(?!\w)"
+    rf"(?:{COUNT}|{HALF})(?:{NODE_WORD}(?:\s+of)?(?:\s+INSTANCE)?|INSTANCE(?:\s+{NODE_WORD})?)(?!\w)"
 )
-GPU_COUNT_RE = re.compile(rf"{COUNT}(?:gpus?|cards?|accelerators?|MODEL)(?!\w)")
+GPU_COUNT_RE = re.compile(rf"(?:{COUNT}|{HALF})(?:gpus?|cards?|accelerators?|MODEL)(?!\w)")
+# A count after what it counts: p5en x 2 is 2 nodes, h100 x 8 is 8 GPUs.
+AFTER = rf"\s*(?:x|\*)\s*(?:(?P<num>{NUM})(?![\w.])|(?P<word>{COUNT_WORDS})\b)"
+NODE_AFTER_RE = re.compile(rf"\bINSTANCE(?:\s+{NODE_WORD})?{AFTER}")
+GPU_AFTER_RE = re.compile(rf"(?:\bMODEL|\bgpus?){AFTER}")
 BARE_COUNT_RE = re.compile(rf"{START}(?P<num>{SNUM})(?:\s*x(?!\w))?")
 MEMORY_RE = re.compile(r"(?<![\w.$])(\d+)\s*gb(?!\w)")
 INSTANCE_SHAPES = (
@@ -76,11 +85,43 @@ INSTANCE_SHAPES = (
 SPOT_WORDS_RE = re.compile(r"\b(?:on\s+)?(?:spot|preemptible)\b")
 ON_DEMAND_WORDS_RE = re.compile(rf"\b(?:{ON_DEMAND})\b")
 
+# Words a request may hold that change nothing: not listed as ignored (any other word left over is).
+FILLER = frozenset("""
+    a an the of for to on in at by with from per and or x if so then each every
+    what whats how much many would will could can should does do did is are was be been
+    it its i we you me my our us your they them that this these those there here
+    cost costs costing price prices priced pricing estimate estimated estimating quote total
+    run running runs train training rent renting use using get buy need needs want like please
+    tell come comes take takes about around roughly approximately approx just only some
+    s d ll m re ve
+    gpu gpus node nodes instance instances machine machines vm vms server servers host hosts
+    box boxes card cards accelerator accelerators nvidia amd tesla
+""".split())
+UNIT_NAMES = ("year", "years", "month", "months", "week", "weeks", "day", "days", "hour", "hours",
+              "minute", "minutes", "gpu", "gpus", "node", "nodes")  # fmt: skip
+NEAR_UNIT_RE = re.compile(rf"(?:{START}(?:{NUM})|\b(?:{WORD_NUMBER}|an?)\b)\s*(?P<word>[a-z]{{3,}})(?!\w)")
+
+
+def misspelt_unit(s: str) -> tuple[str, str] | None:
+    """``("3 dyas", "3 days")``: the first number in ``s`` followed by a word that is close to a
+    unit (difflib's similarity at least 0.75) without being one, and what it likely meant."""
+    for m in NEAR_UNIT_RE.finditer(s):
+        word = m.group("word")
+        if word in UNIT_NAMES or word in FILLER:
+            continue
+        close = difflib.get_close_matches(word, UNIT_NAMES, n=1, cutoff=0.75)
+        if close:
+            typed = m.group(0)
+            return typed, typed[: m.start("word") - m.start()] + close[0]
+    return None
+
+
 WORD_VALUES: dict[str, float] = {w: i + 1 for i, w in enumerate(ONES)}
 WORD_VALUES.update({w: i + 10 for i, w in enumerate(TEENS)})
 WORD_VALUES.update({w: 10 * (i + 2) for i, w in enumerate(TENS)})
 WORD_VALUES.update({"zero": 0, "a": 1, "an": 1, "per": 1, "half a": 0.5, "half an": 0.5})
-WORD_VALUES.update({"a couple of": 2, "couple of": 2})
+WORD_VALUES.update({"a couple of": 2, "couple of": 2, "dozen": 12, "a dozen": 12, "half a dozen": 6})
+WORD_VALUES.update({"half of a": 0.5, "half of an": 0.5})
 
 
 def normalize(text: str) -> str:

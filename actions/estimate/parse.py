@@ -3,9 +3,10 @@
 How a request is read (:func:`parse_estimate`; case-insensitive, the parts in any order, each at
 most once):
 
-- GPU count: ``16``, ``16x``, ``16 gpus``, ``eight h100s``; or nodes: ``2 nodes of p4d``,
-  ``2 p5.48xlarge``, ``2x p5``, which are the nodes x the instance type's GPUs. Without a count,
-  1 GPU, or 1 node of a named instance type.
+- GPU count: ``16``, ``16x``, ``16 gpus``, ``eight h100s``, ``1,000``, ``1e3``, ``a dozen``,
+  ``h100 x 8``; or nodes: ``2 nodes of p4d``, ``2 p5.48xlarge``, ``2x p5``, ``p5en x 2``, ``half
+  a p5 node``, ``1.5 nodes``, which are the nodes x the instance type's GPUs (a whole number).
+  Without a count, 1 GPU, or 1 node of a named instance type.
 - GPU model: a family of :mod:`actions.hardware.gpus`, with or without vendor and memory (``h100``,
   ``nvidia h100``, ``H100 80GB``, ``a100-40gb``, ``l40s``, ``mi300x``). A memory size keeps to
   the instance types with that much memory per GPU.
@@ -20,30 +21,17 @@ most once):
   spot price, any other price the on-demand one.
 - Capacity: ``spot``, ``on spot``, ``preemptible`` or ``on-demand`` picks the total the answer
   leads with; both are always shown.
+- Where and how bought (:mod:`actions.estimate.market`): a cloud (``AWS``, ``on gcp``), a region
+  (``us-east-1``), an instance series (``gcp a3``), a commitment (``reserved``, ``1-year``,
+  ``3-year``, ``savings plan``, ``committed use``).
 - ``checkpoint(s) [every] DURATION`` (default 30m) and ``interrupt(s|ed|ions) [every] DURATION``
   (default 4h) tune the spot interruption adjustment below.
 
-Any other word is ignored; :func:`~actions.estimate.render.reading` says how the request was read, and names ignored words
-that hold a digit (a GPU model or instance type the bot does not know), so a misreading shows.
+A number followed by a near miss of a unit (``3 dyas``) is refused with a suggestion, never read
+as something else. Any other word that is not filler (:data:`~actions.estimate.grammar.FILLER`)
+is ignored, and :func:`~actions.estimate.render.reading` names it, so a misreading shows.
 
-Pricing (:func:`~actions.estimate.price.compute_estimate`): prices given in the request win. A named instance type is
-priced by the :class:`~actions.pricing.book.PriceBook` (config, live prices, catalog). A GPU model is
-priced at the config's flat ``prices.gpu_families`` price if there is one, else at the instance
-type of that model (and memory) with the lowest on-demand price the PriceBook knows, which is a
-price someone can actually pay, and spot for that same instance type. With no model, instance
-type or price, the common models (:data:`~actions.estimate.request.COMPARED_MODELS`) are priced side by side.
-
-Durations: a month is 730 h and a year 8,760 h, the convention cloud providers bill by (365 days
-x 24 h a year, a twelfth of that a month).
-
-Rounding: GPU-hours are rounded to 0.01, a rate to 0.0001 USD per GPU-hour, and every total is
-that rate x those GPU-hours rounded to the cent, so the figures shown multiply out.
-
-Spot interruptions (REFERENCE: GPU spot on AWS is interrupted roughly once per 4 hours): with an
-interruption every ``I`` hours and a checkpoint every ``C`` hours, each interruption loses on
-average ``C/2`` hours of work, which must be run again. So only ``I - C/2`` of every ``I`` paid
-hours is progress, and the effective spot price is ``spot x I / (I - C/2)`` per GPU-hour of
-progress. The time to restart and reload after an interruption is not counted.
+How it is priced: :mod:`actions.estimate.price`.
 """
 
 from __future__ import annotations
@@ -54,7 +42,9 @@ from actions.estimate.grammar import (
     ATOM_RE,
     BARE_COUNT_RE,
     CHECKPOINT_RE,
+    FILLER,
     GLUED_RE,
+    GPU_AFTER_RE,
     GPU_COUNT_RE,
     GPU_HOURS_RE,
     INSTANCE_SHAPES,
@@ -62,6 +52,7 @@ from actions.estimate.grammar import (
     JOINER_RE,
     LOOSE_PRICE_RE,
     MEMORY_RE,
+    NODE_AFTER_RE,
     NODE_COUNT_RE,
     ON_DEMAND_AFTER_RE,
     ON_DEMAND_BEFORE_RE,
@@ -72,9 +63,11 @@ from actions.estimate.grammar import (
     SPOT_WORDS_RE,
     atom_hours,
     atom_unit,
+    misspelt_unit,
     normalize,
     value,
 )
+from actions.estimate.market import check_entry, read_market, read_series
 from actions.estimate.request import (
     DEFAULT_CHECKPOINT_HOURS,
     DEFAULT_INTERRUPTION_HOURS,
@@ -128,7 +121,12 @@ class _Reader:
     def read(self) -> EstimateRequest:
         if not self.s:
             raise self.fail("the request is empty", *EXAMPLES[:2])
+        self.s, market = read_market(self.s)
         instance, instance_gpus, entry = self._instance()
+        if self.prices is not None:
+            self.s, market = read_series(self.s, market, self.prices.catalog)
+        if instance is not None:
+            check_entry(market, entry, instance)
         memory = self._memory()
         model = self._model(entry, memory)
         on_demand, spot = self._prices(instance, instance_gpus)
@@ -137,8 +135,12 @@ class _Reader:
         given_gpu_hours = self._gpu_hours()
         hours = self._duration()
         capacity = self._capacity()
+        if typo := misspelt_unit(self.s):
+            said, meant = typo
+            fixed = re.sub(re.escape(said.split()[-1]), meant.split()[-1], self.original, count=1, flags=re.I)
+            raise self.fail(f'"{said}": did you mean "{meant}"?', fixed, EXAMPLES[0])
         gpus, nodes = self._counts(instance, instance_gpus)
-        ignored = tuple(w for w in self.s.split() if re.search(r"\d", w) and w not in ("MODEL", "INSTANCE"))
+        ignored = tuple(dict.fromkeys(w for w in self.s.split() if w not in FILLER and w not in ("MODEL", "INSTANCE")))
         if memory and not (model or instance):
             ignored += (f"{memory.lower()} (no GPU model named)",)
             memory = None
@@ -194,6 +196,7 @@ class _Reader:
             checkpoint_given=checkpoint is not None,
             interruption_given=interruption is not None,
             count_given=count_given,
+            market=market,
             notes=tuple(self.notes),
             ignored=ignored,
             text=self.original,
@@ -381,13 +384,17 @@ class _Reader:
         self.found["capacity"] = "on spot" if spot else "on-demand"
         return CapacityType.SPOT if spot else CapacityType.ON_DEMAND
 
-    def _counts(self, instance: str | None, instance_gpus: int | None) -> tuple[int | None, int | None]:
+    def _counts(self, instance: str | None, instance_gpus: int | None) -> tuple[int | None, float | None]:
         # (position, value): a replacement shifts only what follows it, so positions keep the order typed.
         node_at: list[tuple[int, float]] = []
         gpu_at: list[tuple[int, float]] = []
-        for pattern, into in ((NODE_COUNT_RE, node_at), (GPU_COUNT_RE, gpu_at), (BARE_COUNT_RE, gpu_at)):
+        for pattern, into in (
+            (NODE_AFTER_RE, node_at), (NODE_COUNT_RE, node_at), (GPU_AFTER_RE, gpu_at), (GPU_COUNT_RE, gpu_at),
+            (BARE_COUNT_RE, gpu_at),
+        ):  # fmt: skip
             while m := pattern.search(self.s):
-                into.append((m.start(), value(m.group("num"), m.groupdict().get("word"))))
+                said = m.groupdict()
+                into.append((m.start(), value(said["num"], said.get("word") or said.get("half"))))
                 # A counted instance type or model stays named: keep its placeholder.
                 self._take(m, "INSTANCE" if "INSTANCE" in m.group(0) else "MODEL" if "MODEL" in m.group(0) else " ")
         nodes = [v for _, v in sorted(node_at)]
@@ -396,10 +403,10 @@ class _Reader:
             if len(found) > 1:
                 said = ", ".join(format_number(n) for n in found)
                 raise self.fail(f'"{self.original}" has {len(found)} {what} ({said}); give one', EXAMPLES[0])
-            if found and not float(found[0]).is_integer():
-                raise self.fail(f'the {what[:-1]} "{format_number(found[0])}" must be a whole number', EXAMPLES[0])
+            if found and not float(found[0]).is_integer() and what == "GPU counts":
+                raise self.fail(f'the GPU count "{format_number(found[0])}" must be a whole number', EXAMPLES[0])
         gpu_count = int(gpus[0]) if gpus else None
-        node_count = int(nodes[0]) if nodes else None
+        node_count = (int(nodes[0]) if float(nodes[0]).is_integer() else nodes[0]) if nodes else None
         if node_count is None:
             if gpu_count is not None:
                 self.found["count"] = plural(gpu_count, "GPU")
@@ -414,6 +421,13 @@ class _Reader:
         if not instance_gpus:
             raise self.fail(_gpus_unknown(instance), "16 gpus 3d at $3/hr")
         total = node_count * instance_gpus
+        if not float(total).is_integer():
+            raise self.fail(
+                f"{plural(node_count, 'node')} of {instance} ({plural(instance_gpus, 'GPU')} each) is "
+                f"{format_number(total)} GPUs: give a count that makes whole GPUs",
+                f"{max(1, int(total))} gpus for 3 days on {instance}",
+            )
+        total = int(total)
         if gpu_count is not None and gpu_count != total:
             raise self.fail(
                 f"{plural(node_count, 'node')} of {instance} hold {plural(total, 'GPU')}, not {gpu_count}",

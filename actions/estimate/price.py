@@ -1,12 +1,43 @@
 """Pricing a read request: on-demand beside spot, spot adjusted for interruptions
 (``spot x I / (I - C/2)`` for interruption interval ``I`` and checkpoint interval ``C``), every
 line with its price's source and as-of date. Pure: the price book is a parameter.
+
+Pricing (:func:`compute_estimate`): prices given in the request win. A named instance type is
+priced by the :class:`~actions.pricing.book.PriceBook` (config, live prices, catalog). A GPU
+model is priced at the config's flat ``prices.gpu_families`` price if there is one, else at the instance
+type of that model (and memory) with the lowest on-demand price the PriceBook knows, which is a
+price someone can actually pay, and spot for that same instance type. With no model, instance
+type or price, the common models (:data:`~actions.estimate.request.COMPARED_MODELS`) are priced side by side.
+
+Durations: a month is 730 h and a year 8,760 h, the convention cloud providers bill by (365 days
+x 24 h a year, a twelfth of that a month).
+
+Rounding: GPU-hours are rounded to 0.01, a rate to 0.0001 USD per GPU-hour, and every total is
+that rate x those GPU-hours rounded to the cent, so the figures shown multiply out.
+
+Spot interruptions (REFERENCE: GPU spot on AWS is interrupted roughly once per 4 hours): with an
+interruption every ``I`` hours and a checkpoint every ``C`` hours, each interruption loses on
+average ``C/2`` hours of work, which must be run again. So only ``I - C/2`` of every ``I`` paid
+hours is progress, and the effective spot price is ``spot x I / (I - C/2)`` per GPU-hour of
+progress. The time to restart and reload after an interruption is not counted.
+
+Where and how bought (:class:`~actions.estimate.request.Market`): a cloud, region or instance
+series keeps the choice to the catalog's instance types there (and passes over a flat
+``prices.gpu_families`` price, which is no cloud's); none there is a refusal naming where the
+catalog has that model. A commitment is priced at a committed rate the PriceBook knows for the
+instance type: a ``prices.discounts`` entry of that kind (``reserved-instance`` for reserved,
+``savings-plan`` for a savings plan), the config's ``reserved_usd_per_hour`` or the live 1-year
+Reserved Instance rate (reserved, no term or 1-year), or a flat family price; the bundled
+catalog holds list prices only, so otherwise it is refused, naming the words and how to give a
+rate. A price given in the request is taken as the committed rate.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import ROUND_HALF_UP, Decimal
 
+from actions.estimate.market import matches, where_known
 from actions.estimate.render import reading
 from actions.estimate.request import (
     COMPARED_MODELS,
@@ -52,6 +83,10 @@ def compute_estimate(req: EstimateRequest, prices: PriceBook) -> Estimate:
     comparison = not (req.gpu_model or req.instance_type or req.on_demand_price or req.spot_price)
     if comparison:
         options = tuple(_option(req, prices, gpu_hours, family) for family in COMPARED_MODELS)
+        said = req.market.where() or req.market.commitment_words()
+        if said and all(o.on_demand is None for o in options):
+            missing = next((n for o in options for n in o.notes if n.startswith('"')), options[0].notes[-1])
+            raise _no_price(req, f"none of {', '.join(COMPARED_MODELS)} can be priced: {missing}")
     else:
         options = (_option(req, prices, gpu_hours, req.gpu_model, strict=True),)
     assumptions = list(req.notes)
@@ -77,18 +112,32 @@ def _option(
     notes: list[str] = []
     instance = req.instance_type
     flat: PriceQuote | None = None
+    market = req.market
+    nowhere: str | None = None  # why no instance type of the model is where the request said
     if instance is None and model is not None and req.on_demand_price is None:
-        if model in prices.overrides.gpu_families:
+        if model in prices.overrides.gpu_families and not market.where():
             flat = prices.gpu_hour(model, CapacityType.ON_DEMAND)
         else:
-            chosen = _cheapest(prices, model, req.gpu_memory, req.gpus)
+            chosen = _cheapest(prices, model, req)
             if chosen is not None:
                 instance, why = chosen
                 notes.append(why)
+            elif market.where() and prices.catalog.family_entries(model):
+                name = model + (f" {req.gpu_memory}" if req.gpu_memory else "")
+                nowhere = (
+                    f'"{market.where()}": the catalog has no {name} instance type there; it has {name} in '
+                    f"{where_known(prices.catalog.family_entries(model))}"
+                )
 
     on_demand: CostLine | None = None
     if req.on_demand_price is not None:
         on_demand = _line(_given(req.on_demand_price, CapacityType.ON_DEMAND, model), gpu_hours)
+        if market.where():
+            notes.append(f'your price is used: "{market.where()}" does not change it')
+    elif nowhere is not None:
+        if strict and req.spot_price is None:
+            raise _no_price(req, nowhere)
+        notes.append(nowhere)
     elif flat is not None:
         on_demand = _line(flat, gpu_hours)
     elif instance is not None:
@@ -107,6 +156,17 @@ def _option(
         notes.append(missing)
     else:
         notes.append("no on-demand price: name a GPU model or add one like `at $3/hr`")
+
+    if market.commitment and on_demand is not None:
+        committed, why = _committed(req, prices, instance, model, on_demand.quote)
+        if committed is None:
+            if strict and req.spot_price is None:
+                raise _no_price(req, why)
+            notes.append(why)
+            on_demand = None
+        else:
+            on_demand = _line(committed, gpu_hours)
+            notes.append(why)
 
     spot_quote: PriceQuote | None = None
     if req.spot_price is not None:
@@ -144,13 +204,15 @@ def _no_price(req: EstimateRequest, missing: str) -> EstimateInputError:
     return error(f"{missing}; or give your price", example, understood=words_read(req))
 
 
-def _cheapest(prices: PriceBook, family: str, memory: str | None, gpus: int | None) -> tuple[str, str] | None:
-    """The instance type of ``family`` (with ``memory`` per GPU) with the lowest on-demand price
-    per GPU-hour the PriceBook knows, and a sentence saying so; ``None`` when there is none.
-    Among equal prices, the largest instance that ``gpus`` fill, else the smallest."""
+def _cheapest(prices: PriceBook, family: str, req: EstimateRequest) -> tuple[str, str] | None:
+    """The instance type of ``family`` (with the request's memory per GPU, in its cloud, region
+    and series) with the lowest on-demand price per GPU-hour the PriceBook knows, and a sentence
+    saying so; ``None`` when there is none. Among equal prices, the largest instance that the
+    request's GPUs fill, else the smallest."""
+    memory, gpus = req.gpu_memory, req.gpus
     entries = [
         e for e in prices.catalog.family_entries(family)
-        if memory is None or (e.gpu_memory or "").upper().startswith(memory)
+        if (memory is None or (e.gpu_memory or "").upper().startswith(memory)) and matches(req.market, e)
     ]
     if not entries:
         return None
@@ -162,7 +224,7 @@ def _cheapest(prices: PriceBook, family: str, memory: str | None, gpus: int | No
         return rates[e.instance_type], not fits, -e.gpus if fits else e.gpus
 
     best = min(entries, key=key)
-    name = family + (f" {memory}" if memory else "")
+    name = family + (f" {memory}" if memory else "") + (f" {req.market.where()}" if req.market.where() else "")
     where = f"{best.cloud} {best.region}"
     if len(entries) == 1:
         return best.instance_type, f"{name} priced as {best.instance_type} ({where}), the only {name} instance type known"
@@ -170,6 +232,50 @@ def _cheapest(prices: PriceBook, family: str, memory: str | None, gpus: int | No
     return best.instance_type, (
         f"{name} priced as {best.instance_type} ({where}), the lowest on-demand price of the "
         f"{len(entries)} {name} instance types known ({usd_rate(low)} to {usd_rate(high)} per GPU-hour)"
+    )
+
+
+_DISCOUNT_KINDS = {"reserved": ("reserved-instance",), "savings plan": ("savings-plan",),
+                   "commitment": ("reserved-instance", "savings-plan"), "committed use": ()}  # fmt: skip
+
+
+def _committed(
+    req: EstimateRequest, prices: PriceBook, instance: str | None, model: str | None, on_demand: PriceQuote
+) -> tuple[PriceQuote | None, str]:
+    """The request's commitment priced (USD per GPU-hour) with a note saying which rate it is,
+    or ``None`` and why there is no such rate (how, in the module docstring). ``on_demand`` is
+    the price the request would otherwise pay."""
+    m = req.market
+    said = m.commitment_words()
+    term = f" (a {m.commitment_years}-year term is not recorded there)" if m.commitment_years else ""
+    used: PriceQuote | None = None
+    if on_demand.basis == "request":
+        used, what = on_demand, "your price"
+    elif on_demand.basis == "gpu-model":
+        used, what = on_demand, f"the config's flat {model} price (prices.gpu_families){term}"
+    elif instance is not None:
+        family = on_demand.gpu_model or model
+        discount = prices.overrides.discount(instance, family)
+        commitment = prices.commitment_quote(instance) if m.commitment in ("reserved", "commitment") else None
+        if discount is not None and discount[1].kind in _DISCOUNT_KINDS[m.commitment or ""]:
+            used, what = on_demand, f"the {discount[1].kind} discount prices.discounts[{discount[0]}]{term}"
+        elif commitment is not None and commitment.basis == "commitment" and m.commitment_years in (None, 1):
+            used, what = commitment, "the 1-year Reserved Instance rate fetched from AWS"
+        elif commitment is not None and commitment.basis != "commitment":
+            used, what = commitment, f"the config's reserved_usd_per_hour for {instance}{term}"
+    if used is not None:
+        quote = replace(used, capacity_type=CapacityType.RESERVED, source=f"{said}: {used.source}")
+        return quote, f'"{said}" priced at {what}'
+    why = (
+        f'"{said}": no such rate is known for {instance or model or "this request"}: the bundled catalog '
+        "has on-demand and spot list prices only"
+    )
+    if m.commitment == "committed use":  # the config's discounts are AWS's kinds only
+        return None, why
+    kind = "savings-plan" if m.commitment == "savings plan" else "reserved-instance"
+    return None, (
+        f"{why}; set yours in the config, e.g. `prices: {{discounts: [{{kind: {kind}, "
+        f"instance_types: [{instance or 'p5.48xlarge'}], percent: 30, as_of: 2026-11-01}}]}}`"
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from actions.estimate.request import Estimate, EstimateRequest, Option
+from actions.estimate.request import CostLine, Estimate, EstimateRequest, Option
 from actions.model.codec import to_jsonable
 from actions.model.kube import CapacityType
 from actions.text import describe_hours, format_number, plural
@@ -18,7 +18,7 @@ from actions.text import describe_hours, format_number, plural
 def reading(req: EstimateRequest) -> str:
     """How ``req`` was read, e.g. ``"16 GPUs x 168 h (1 week) = 2,688 GPU-hours"`` or ``"2 x
     p4d.24xlarge (16 A100 GPUs) x 72 h (3 days) = 1,152 GPU-hours, on spot"``: every part that
-    changes the answer, so a misreading shows."""
+    changes the answer (cloud, region, series and commitment too), so a misreading shows."""
     model = " ".join(p for p in (req.gpu_model, req.gpu_memory) if p)
     gpu_word = f"{model} GPU" if model else "GPU"
     if req.given_gpu_hours is not None:
@@ -29,11 +29,13 @@ def reading(req: EstimateRequest) -> str:
         assert req.gpus is not None and req.hours is not None  # __post_init__ checked
         unsaid = "" if req.count_given else ", no count given"
         if req.nodes is not None:
-            count = f"{req.nodes:,} x {req.instance_type} ({plural(req.gpus, gpu_word)}{unsaid})"
+            count = f"{format_number(req.nodes)} x {req.instance_type} ({plural(req.gpus, gpu_word)}{unsaid})"
         else:
             count = plural(req.gpus, gpu_word) + (f" on {req.instance_type}" if req.instance_type else "")
             count += f" ({unsaid[2:]})" if unsaid else ""
         text = f"{count} x {describe_hours(req.hours)} = {plural(req.gpu_hours, 'GPU-hour')}"
+    for said in (req.market.where(), req.market.commitment_words()):
+        text += f", {said}" if said else ""
     if req.on_demand_price:
         text += f", at {req.on_demand_price.describe()}"
     if req.spot_price:
@@ -47,17 +49,30 @@ def reading(req: EstimateRequest) -> str:
     return text
 
 
-def versus_on_demand(pct: float | None) -> str:
-    """How a spot total compares with on-demand, from ``savings_pct`` (percent, negative when
-    spot costs more): ``"65% below on-demand"``, ``"spot costs 20% more here"``, ``"about the
-    same as on-demand"``; ``""`` for ``None``."""
+def versus_on_demand(pct: float | None, against: str = "on-demand") -> str:
+    """How a spot total compares with on-demand (or ``against``, e.g. ``"the committed rate"``),
+    from ``savings_pct`` (percent, negative when spot costs more): ``"65% below on-demand"``,
+    ``"spot costs 20% more here"``, ``"about the same as on-demand"``; ``""`` for ``None``."""
     if pct is None:
         return ""
     if round(pct) == 0:
-        return "about the same as on-demand"
+        return f"about the same as {against}"
     if pct > 0:
-        return f"{pct:.0f}% below on-demand"
+        return f"{pct:.0f}% below {against}"
     return f"spot costs {-pct:.0f}% more here"
+
+
+def price_word(line: CostLine) -> str:
+    """What an option's non-spot line is: ``"committed"`` for a commitment's rate (a quote of
+    capacity type reserved, see :func:`~actions.estimate.price.compute_estimate`), else
+    ``"on-demand"``."""
+    return "committed" if line.quote.capacity_type is CapacityType.RESERVED else "on-demand"
+
+
+def compared_with(o: Option) -> str:
+    """What an option's spot figures are compared with (``against`` of :func:`versus_on_demand`):
+    ``"the committed rate"`` when its non-spot line is a commitment's, else ``"on-demand"``."""
+    return "the committed rate" if o.on_demand and price_word(o.on_demand) == "committed" else "on-demand"
 
 
 # --- JSON ------------------------------------------------------------------------------------------
@@ -85,6 +100,11 @@ def estimate_to_jsonable(est: Estimate) -> dict[str, Any]:
             "on_demand_usd_per_gpu_hour": req.on_demand_usd_per_gpu_hour,
             "spot_usd_per_gpu_hour": req.spot_usd_per_gpu_hour,
             "capacity": req.capacity.value if req.capacity else None,
+            "cloud": req.market.cloud,
+            "region": req.market.region,
+            "series": req.market.series,
+            "commitment": req.market.commitment,
+            "commitment_years": req.market.commitment_years,
             "checkpoint_hours": req.checkpoint_hours,
             "interruption_hours": req.interruption_hours,
             "ignored": list(req.ignored),

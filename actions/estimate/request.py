@@ -69,18 +69,51 @@ class GivenPrice:
 
 
 @dataclass(frozen=True)
+class Market:
+    """Where and how the GPUs are bought, as the request said it (each ``None`` when not said):
+    ``cloud`` (``"aws"``, ``"gcp"``, ``"azure"``), ``region`` (``"us-east-1"``), ``series`` (an
+    instance series of the catalog, ``"a3"``), ``commitment`` (:func:`~actions.estimate.market.commitment_kind`, or
+    ``"commitment"`` when only a term was said) and ``commitment_years`` (1 or 3); ``said`` the
+    words typed, for messages."""
+
+    cloud: str | None = None
+    region: str | None = None
+    series: str | None = None
+    commitment: str | None = None
+    commitment_years: int | None = None
+    said: tuple[str, ...] = ()
+
+    def where(self) -> str:
+        """``"on gcp in us-central1"``, ``"gcp a3"``; ``""`` when nothing was said."""
+        parts = [f"on {self.cloud}" if self.cloud else "", f"in {self.region}" if self.region else ""]
+        if self.series:
+            parts.append(f"{self.series} series")
+        return " ".join(p for p in parts if p)
+
+    def commitment_words(self) -> str:
+        """``"reserved (1-year)"``, ``"3-year commitment"``, ``"savings plan"``; ``""`` without one."""
+        if self.commitment is None:
+            return ""
+        term = f"{self.commitment_years}-year" if self.commitment_years else ""
+        if self.commitment == "commitment":
+            return f"{term} commitment".strip()
+        return f"{self.commitment} ({term})" if term else self.commitment
+
+
+@dataclass(frozen=True)
 class EstimateRequest:
     """A request as read: ``gpus`` GPUs for ``hours`` hours, or ``given_gpu_hours`` GPU-hours
     (then ``hours`` is ``None``, and so is ``gpus`` unless a count was given too).
 
     ``gpu_model`` is a family key (``"A100"``) and ``gpu_memory`` a size per GPU (``"40GB"``);
     ``instance_type`` the instance type named, holding ``instance_gpus`` GPUs, ``nodes`` of them
-    when nodes were counted. Prices given are :class:`GivenPrice`; ``capacity`` is the capacity
+    when nodes were counted (a fraction, ``0.5``, for half a node). ``market`` is the cloud,
+    region, instance series and commitment said. Prices given are :class:`GivenPrice`; ``capacity`` is the capacity
     type the request asked for (``None``: not said). ``checkpoint_hours`` and
     ``interruption_hours`` are hours; ``*_given`` say whether they came from the request.
-    ``notes`` say how parts were read (conventions, defaults); ``ignored`` lists ignored words that
-    hold a digit. Raises EstimateInputError when the numbers do not describe a real job: fewer
-    than 1 or more than :data:`MAX_GPUS` GPUs, a duration under a minute or over
+    ``notes`` say how parts were read (conventions, defaults); ``ignored`` lists the words not
+    used (neither read nor filler). Raises EstimateInputError when the numbers do not describe a
+    real job: fewer than 1 or more than :data:`MAX_GPUS` GPUs, a duration under a minute or over
     :data:`MAX_HOURS`, a price of $0 or less, or checkpoints too sparse to make progress.
     """
 
@@ -90,7 +123,7 @@ class EstimateRequest:
     gpu_memory: str | None = None
     instance_type: str | None = None
     instance_gpus: int | None = None
-    nodes: int | None = None
+    nodes: float | None = None
     given_gpu_hours: float | None = None
     on_demand_price: GivenPrice | None = None
     spot_price: GivenPrice | None = None
@@ -100,14 +133,15 @@ class EstimateRequest:
     checkpoint_given: bool = False
     interruption_given: bool = False
     count_given: bool = True
+    market: Market = Market()
     notes: tuple[str, ...] = ()
     ignored: tuple[str, ...] = ()
     text: str = ""
 
     def __post_init__(self) -> None:
         read = words_read(self)
-        if self.nodes is not None and self.nodes < 1:
-            raise error("the node count must be at least 1", "2 nodes of p4d for 3 days", understood=read)
+        if self.nodes is not None and self.nodes <= 0:
+            raise error("the node count must be more than zero", "2 nodes of p4d for 3 days", understood=read)
         if self.gpus is not None and self.gpus < 1:
             raise error("the GPU count must be at least 1", "1 h100 36h", understood=read)
         if self.gpus is not None and self.gpus > MAX_GPUS:
@@ -150,6 +184,13 @@ class EstimateRequest:
                 f"{format_hours(self.interruption_hours)} never makes progress (half a checkpoint "
                 "interval is lost per interruption); checkpoint more often",
                 "8 h100 3d interruptions every 3h checkpoint 30m",
+            )
+        if self.market.commitment and self.capacity is CapacityType.SPOT:
+            raise error(
+                f"spot capacity cannot be bought under a commitment ({self.market.commitment_words()}): "
+                "say one or the other",
+                "8 h100 for a week on spot",
+                understood=read,
             )
         for price in (self.on_demand_price, self.spot_price):
             if price is not None and price.usd_per_hour <= 0:
@@ -246,7 +287,7 @@ def words_read(req: EstimateRequest) -> str:
     relying on the checks having passed."""
     parts = []
     if req.nodes is not None:
-        parts.append(f"{req.nodes} nodes of {req.instance_type}")
+        parts.append(f"{format_number(req.nodes)} nodes of {req.instance_type}")
     if req.gpus is not None:
         parts.append(plural(req.gpus, "GPU"))
     if req.gpu_model:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from actions.estimate.parse import parse_estimate
 from actions.estimate.price import compute_estimate
-from actions.estimate.render import versus_on_demand
+from actions.estimate.render import compared_with, price_word, versus_on_demand
 from actions.estimate.request import EXAMPLES, CostLine, Estimate, EstimateInputError, Option, SpotCost
 from actions.model.kube import CapacityType
 from actions.model.quote import PriceQuote
@@ -57,7 +57,7 @@ def _lead(o: Option, capacity: CapacityType | None) -> str:
     if o.spot is not None and (capacity is CapacityType.SPOT or o.on_demand is None):
         line, word = o.spot, "on spot"
     elif o.on_demand is not None:
-        line, word = o.on_demand, "on-demand"
+        line, word = o.on_demand, price_word(o.on_demand)
     else:
         return ""
     said = "on spot" if capacity is CapacityType.SPOT else "on-demand" if capacity is CapacityType.ON_DEMAND else None
@@ -67,20 +67,22 @@ def _lead(o: Option, capacity: CapacityType | None) -> str:
 def _option_lines(o: Option, gpu_hours: float) -> list[str]:
     hours = f"{format_number(gpu_hours)} GPU-hours"
     lines = []
+    against = compared_with(o)
     if o.on_demand is not None:
         od = o.on_demand
         lines.append(
-            f"• On-demand: {blocks.usd(od.total_usd)} = {usd_rate(od.usd_per_gpu_hour)}/GPU-hour x {hours}"
+            f"• {price_word(od).capitalize()}: {blocks.usd(od.total_usd)} = "
+            f"{usd_rate(od.usd_per_gpu_hour)}/GPU-hour x {hours}"
             f" ({_instance(o) + '; ' if o.instance_type else ''}{_source(od.quote)})"
         )
     if o.spot is not None:
         s = o.spot
-        versus = versus_on_demand(s.list_savings_pct)
+        versus = versus_on_demand(s.list_savings_pct, against)
         lines.append(
             f"• Spot: {blocks.usd(s.total_usd)} = {usd_rate(s.usd_per_gpu_hour)}/GPU-hour x {hours}"
             f"{', ' + versus if versus else ''} ({_source(s.quote)})"
         )
-        versus = versus_on_demand(s.savings_pct)
+        versus = versus_on_demand(s.savings_pct, against)
         lines.append(
             f"• Spot with interruptions: {blocks.usd(s.effective_total_usd)} = "
             f"{usd_rate(s.effective_usd_per_gpu_hour)}/GPU-hour effective x {hours}"
@@ -94,11 +96,11 @@ def _compact_lines(o: Option) -> list[str]:
     name = f"*{blocks.plain(o.gpu_model)}*" + (f" ({_instance(o)})" if o.instance_type else "")
     if o.on_demand is None:
         return [f"• {name}: " + "; ".join(blocks.plain(n) for n in o.notes)]
-    figures = [f"on-demand {_cost(o.on_demand)}"]
-    sources = [f"on-demand {_source(o.on_demand.quote)}"]
+    figures = [f"{price_word(o.on_demand)} {_cost(o.on_demand)}"]
+    sources = [f"{price_word(o.on_demand)} {_source(o.on_demand.quote)}"]
     if o.spot is not None:
         s = o.spot
-        versus = versus_on_demand(s.list_savings_pct)
+        versus = versus_on_demand(s.list_savings_pct, compared_with(o))
         figures.append(
             f"spot {_cost(s)}{', ' + versus if versus else ''}; "
             f"{blocks.usd(s.effective_total_usd)} with interruptions"

@@ -288,7 +288,7 @@ BAD = [
     ("zero h100 for a day", "the GPU count must be at least 1"),
     ("8 h100 0h", "the duration must be longer than zero"),
     ("8 h100 for -3 days", "the duration must be longer than zero"),
-    ("0 nodes of p4d for 3 days", "the node count must be at least 1"),
+    ("0 nodes of p4d for 3 days", "the node count must be more than zero"),
     ("200000 h100 1w", "200,000 GPUs is more than 100,000"),
     ("8 h100 for 11 years", "more than 10 years (87,600 h)"),
     ("0 gpu-hours of a100", "the GPU-hours must be more than zero"),
