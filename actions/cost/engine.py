@@ -373,6 +373,7 @@ def compute_cost_report(
     return CostReport(
         usage.start, usage.end, reports, tuple(notes), usage.warnings, usage.covered_from,
         unrequested=unrequested, node_gpu_hours=node_hours, node_cost_usd=node_cost,
+        gpu_free_teams=frozenset(team(ns) for ns in usage.namespace_labels if ns) - set(reports),
     )
 
 

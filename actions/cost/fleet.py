@@ -131,6 +131,7 @@ def add_up(reports: Mapping[str, CostReport], start: datetime, end: datetime, to
         ) if unrequested else None,
         node_gpu_hours=sum(r.node_gpu_hours for r in reports.values()),
         node_cost_usd=sum(r.node_cost_usd for r in reports.values()),
+        gpu_free_teams=frozenset().union(*(r.gpu_free_teams for r in reports.values())) - set(by_team),
     )
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Iterable, Mapping
 
+from actions.cost.periods import day_buckets
 from actions.model.codec import to_jsonable as _model_jsonable
 from actions.model.kube import CapacityType
 
@@ -143,6 +144,18 @@ class CostReport:
     unrequested: UnrequestedLine | None = None
     node_gpu_hours: float = 0.0
     node_cost_usd: float = 0.0
+    # Teams of namespaces that ran no GPU pod in the period: asked for by name they get a $0
+    # report (:meth:`team`), yet they stay out of ``teams`` and so out of the all-teams table.
+    gpu_free_teams: frozenset[str] = frozenset()
+
+    def team(self, name: str) -> TeamReport | None:
+        """``name``'s report; a $0 one for a team that exists but used no GPU in the period (a
+        namespace that ran only CPU pods); None when there is no such team."""
+        found = self.teams.get(name)
+        if found is not None or name not in self.gpu_free_teams:
+            return found
+        days = tuple(DailyCost(day, {}, 0.0) for day, _, _ in day_buckets(self.period_start, self.period_end))
+        return TeamReport(name, self.period_start, self.period_end, 0.0, 0.0, 0.0, 0.0, None, None, daily=days)
 
     @property
     def reconciles(self) -> bool:

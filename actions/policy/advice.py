@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from actions.model.durations import Hours, Seconds
 from actions.pricing.catalog import family_key
 
 
@@ -49,17 +50,17 @@ class AdvicePolicy(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    window_seconds: float = Field(7 * 86400, ge=3600)
-    commitment_window_seconds: float = Field(30 * 86400, ge=86400)
+    window_seconds: Seconds = Field(7 * 86400, ge=3600)
+    commitment_window_seconds: Seconds = Field(30 * 86400, ge=86400)
     busy_engine_pct: float = Field(1.0, ge=0, le=100)
     busy_quantile: float = Field(0.99, gt=0, le=1)
     fb_headroom: float = Field(0.10, ge=0, le=1)
     baseline_quantile: float = Field(0.10, gt=0, lt=1)
     min_baseline_coverage: float = Field(0.9, gt=0, le=1)
-    interruption_hours: float = Field(4.0, gt=0)
-    checkpoint_hours: float = Field(0.5, ge=0)
+    interruption_hours: Hours = Field(4.0, gt=0)
+    checkpoint_hours: Hours = Field(0.5, ge=0)
     min_saving_usd_per_month: float = Field(10.0, ge=0)
-    post_every_seconds: float | None = Field(
+    post_every_seconds: Seconds | None = Field(
         86400, ge=3600, description="how often new or changed advice is posted to team channels (null: never)",
     )
 
@@ -77,4 +78,4 @@ class AdvicePolicy(BaseModel):
     commitment_rates: dict[str, CommitmentRate] = Field(default_factory=dict)
     smaller_gpu_max_pct: float = Field(80.0, gt=0, le=100)
     reserved_idle_ratio: float = Field(0.2, gt=0, le=1)
-    recheck_window_seconds: float = Field(3600, ge=600)
+    recheck_window_seconds: Seconds = Field(3600, ge=600)

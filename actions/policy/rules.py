@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from actions.hardware.gpus import gpu_family
+from actions.model.durations import Seconds
 
 # Mean power (watts) at or under which a GPU counts as drawing idle power, by GPU family, and where
 # the figure comes from. Only H100 is measured (shared real-gpu-traces, NVML, driver 580): empty
@@ -72,25 +73,25 @@ class Policy(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    window_seconds: float = Field(3600, gt=0, description="idle must hold for this whole window")
-    warmup_seconds: float = Field(1800, ge=0, description="pods younger than this are never idle")
+    window_seconds: Seconds = Field(3600, gt=0, description="idle must hold for this whole window")
+    warmup_seconds: Seconds = Field(1800, ge=0, description="pods younger than this are never idle")
     engine_idle_pct: float = Field(
         1.0, ge=0, le=100, description="peak engine activity at or under this percent (0-100) is idle"
     )
     min_coverage: float = Field(
         0.9, ge=0, le=1, description="ratio 0-1 of the window that must have samples"
     )
-    sample_step_seconds: float = Field(60, gt=0, description="step of the coverage subquery")
-    activity_lookback_seconds: float = Field(
+    sample_step_seconds: Seconds = Field(60, gt=0, description="step of the coverage subquery")
+    activity_lookback_seconds: Seconds = Field(
         7 * 86400, gt=0, description="how far back to look for the last busy moment"
     )
     idle_power_watts: dict[str, float] = Field(
         default_factory=dict, description="per GPU family, overrides the built-in ceilings"
     )
-    request_ttl_seconds: float = Field(86400, gt=0, description="a proposal expires after this")
-    snooze_seconds: float = Field(4 * 3600, gt=0)
-    exempt_seconds: float = Field(7 * 86400, gt=0)
-    deny_cooldown_seconds: float = Field(
+    request_ttl_seconds: Seconds = Field(86400, gt=0, description="a proposal expires after this")
+    snooze_seconds: Seconds = Field(4 * 3600, gt=0)
+    exempt_seconds: Seconds = Field(7 * 86400, gt=0)
+    deny_cooldown_seconds: Seconds = Field(
         86400, ge=0, description="after Deny, the same consumer is not proposed again for this long"
     )
     notebook_selector: dict[str, str] = Field(
@@ -114,8 +115,8 @@ class Policy(BaseModel):
         description="ask: only Approve acts; auto: the policy acts after grace_seconds unless someone "
         "pressed Snooze, Exempt or Deny; report: post, never act",
     )
-    grace_seconds: float = Field(4 * 3600, gt=0, description="in mode auto, how long a proposal waits before the policy acts")
-    verify_seconds: float = Field(
+    grace_seconds: Seconds = Field(4 * 3600, gt=0, description="in mode auto, how long a proposal waits before the policy acts")
+    verify_seconds: Seconds = Field(
         600, gt=0,
         description="after an action, how long the cluster has to show it took effect (pods gone after a "
         "stop, the resized pod Running and Ready) before a resize is restored and a stop reported",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from actions.model.durations import Seconds
 from actions.pricing.catalog import PriceCatalog, family_key, instance_key
 from actions.pricing.discounts import Discount, check_overlaps, find_discount
 
@@ -74,8 +75,8 @@ class AwsLivePrices(BaseModel):
 
     enabled: bool = False
     region: str = Field("us-east-1", pattern=r"^[a-z]{2}(-[a-z]+)+-\d+$")
-    refresh_seconds: float = Field(86400, ge=300)
-    max_age_seconds: float | None = Field(None, gt=0)
+    refresh_seconds: Seconds = Field(86400, ge=300)
+    max_age_seconds: Seconds | None = Field(None, gt=0)
     instance_types: list[str] | None = None
 
     @model_validator(mode="after")

@@ -14,7 +14,7 @@ import typer
 from actions.ledger.plan import PeriodPlan, ranges
 from actions.model.ledger import EMPTY, FILLED, PARTIAL
 from actions.model.times import floor_hour, format_time, hours_between, parse_time, utc_now
-from bot.cli.settings import cli_settings
+from bot.cli.settings import cli_settings, say_where_the_database_is
 from bot.settings import Settings
 from bot.settings.clusters import ClusterTarget
 
@@ -83,6 +83,7 @@ def status(
     name = _target(s, cluster).name
     now = parse_date(at, "--at") if at else utc_now()
     start = parse_date(since, "--since") if since else floor_hour(now) - timedelta(days=s.ledger.backfill_days)
+    say_where_the_database_is(s)
     store = Store(s.database_url)
     store.migrate()
     ledger = LedgerStore(store)
@@ -141,6 +142,7 @@ def backfill(
     if start >= floor_hour(now):
         raise typer.BadParameter(f"{since} is not before {format_time(floor_hour(now))}; e.g. --since 2026-11-01",
                                  param_hint="--since")
+    say_where_the_database_is(s)
     store = Store(s.database_url)
     store.migrate()
     target = _target(s, cluster)

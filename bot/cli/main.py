@@ -30,7 +30,7 @@ from actions.model.times import format_time, parse_time, utc_now
 from bot.chat.failures import UNAVAILABLE, USAGE, explain
 from bot.cli.advise import advice_for_report, advise
 from bot.cli.ledger import describe_plan, ledger_app
-from bot.cli.settings import cli_settings
+from bot.cli.settings import cli_settings, say_where_the_database_is
 
 INCOMPLETE = 3
 """Exit code: answered, but the data was incomplete."""
@@ -114,8 +114,7 @@ def check(
         if not (team.channel or s.slack.default_channel):
             problems.append(f"team {team.name!r} has no channel and there is no slack.default_channel")
     typer.echo(f"config OK: {len(s.teams)} team(s), dry_run={s.dry_run}, database {s.database_url.split('://')[0]}")
-    for p in problems:
-        typer.echo(f"warning: {p}")
+    _warn(problems)
     if not connect:
         return
     from bot.wiring.probes import cluster_probes, database_holds
@@ -164,6 +163,7 @@ def sweep(
     if not once:
         from bot.jobs.scheduler import run_jobs_forever
 
+        say_where_the_database_is(s)
         rt = build_runtime(s, cluster_state=cluster_state, telemetry_file=telemetry)
         keep_alive_to_exit()
         run_jobs_forever(rt.store, scheduled_jobs(rt, s, verify=True), s.leader_election, s.kubernetes)
@@ -178,6 +178,7 @@ def sweep(
         if found.warnings:
             raise typer.Exit(INCOMPLETE)
         return
+    say_where_the_database_is(s)
     rt = build_runtime(s, cluster_state=cluster_state, telemetry_file=telemetry, clock=lambda: when)
     keep_alive_to_exit()
     outcome = sweep_for(rt, verify=True).run(when)
@@ -270,6 +271,7 @@ def report(
 
     store = Store(s.database_url) if source == "ledger" or (source == "auto" and s.ledger.enabled) else None
     if store is not None:
+        say_where_the_database_is(s)
         store.migrate()  # as the bot does at every start: a new database holds an empty ledger
     setup = cost_setup(s, store, source)
     try:
@@ -293,7 +295,7 @@ def report(
         )
     chosen = None
     if team is not None:
-        chosen = built.teams.get(team)
+        chosen = built.team(team)
         if chosen is None:
             typer.echo(f"error: no team {team!r} in this period; teams: {', '.join(sorted(built.teams))}", err=True)
             raise typer.Exit(USAGE)
@@ -327,6 +329,7 @@ def migrate(config: Optional[Path] = ConfigOpt) -> None:
     from bot.runtime.identity import settle_home_cluster
 
     s = cli_settings(config)
+    say_where_the_database_is(s)
     store = Store(s.database_url)
     store.migrate()
     settle_home_cluster(store, [t.name for t in s.cluster_targets()], utc_now())
@@ -358,6 +361,7 @@ def run(
         logs.setup("text", "DEBUG" if _verbose["on"] else "WARNING")
     else:
         logs.setup(s.server.log_format, s.server.log_level)
+    say_where_the_database_is(s)
     serve(s, chat=chat, cluster_state=cluster_state, telemetry_file=telemetry, user=user)
 
 

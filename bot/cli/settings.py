@@ -1,4 +1,5 @@
-"""The settings a CLI command runs on: the config file's, with ``--prometheus-url`` over them."""
+"""The settings a CLI command runs on: the config file's, with ``--prometheus-url`` over them, and
+where the database they open is."""
 
 from __future__ import annotations
 
@@ -21,3 +22,14 @@ def cli_settings(config: Optional[Path], prometheus_url: Optional[str] = None) -
         except ValueError as e:
             raise typer.BadParameter(str(e), param_hint="--prometheus-url") from None
     return s
+
+
+DEFAULT_DATABASE = Settings.model_fields["database_url"].default
+
+
+def say_where_the_database_is(s: Settings) -> None:
+    """One line on stderr naming the SQLite file of the default ``database_url``: it is relative,
+    so a command run without a config makes (or reads) a file wherever it was started."""
+    if s.database_url == DEFAULT_DATABASE:
+        path = Path(DEFAULT_DATABASE.removeprefix("sqlite:///")).resolve()
+        typer.echo(f"database: {path} (SQLite, the default; set database_url to keep it elsewhere)", err=True)

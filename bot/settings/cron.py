@@ -38,17 +38,22 @@ def _crontab_days(field: str) -> str:
     return ",".join(dict.fromkeys(out))
 
 
-def digest_trigger(cron: str, tz: str) -> CronTrigger:
+def time_zone(tz: str) -> ZoneInfo:
+    """The IANA zone ``tz``; ValueError naming it when there is no such zone."""
+    try:
+        return ZoneInfo(tz)
+    except (KeyError, ValueError) as e:  # ZoneInfoNotFoundError is a KeyError
+        raise ValueError(f"timezone {tz!r} is not an IANA time zone name: {e}") from None
+
+
+def digest_trigger(cron: str, tz: str = "UTC") -> CronTrigger:
     """An APScheduler trigger for a five-field crontab line (``"0 9 * * mon"``; days of the week
     numbered as crontab does, 0 or 7 Sunday) in the IANA zone ``tz``. Raises ValueError naming
     the problem for a malformed line or an unknown zone."""
     fields = cron.split()
     if len(fields) != 5:
         raise ValueError(f"cron {cron!r} needs 5 fields (minute hour day month day-of-week), got {len(fields)}")
-    try:
-        zone = ZoneInfo(tz)
-    except (KeyError, ValueError) as e:  # ZoneInfoNotFoundError is a KeyError
-        raise ValueError(f"timezone {tz!r} is not an IANA time zone name: {e}") from None
+    zone = time_zone(tz)
     minute, hour, day, month, dow = fields
     try:
         return CronTrigger(minute=minute, hour=hour, day=day, month=month, day_of_week=_crontab_days(dow), timezone=zone)

@@ -17,18 +17,20 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from actions.model.durations import Days, Seconds
 from actions.policy.advice import AdvicePolicy
 from actions.policy.namespaces import merged
 from actions.policy.rules import Policy
 from actions.policy.teams import Team, TeamDirectory, slack_ids
 from actions.pricing.overrides import PriceOverrides
 from bot.settings.clusters import ClusterSettings, ClusterTarget, check_clusters, cluster_name_ok, targets
-from bot.settings.cron import digest_trigger
+from bot.settings.cron import digest_trigger, time_zone
 
 
 def http_url(value: str, example: str) -> str:
@@ -70,7 +72,7 @@ class PrometheusSettings(BaseModel):
     url: str = "http://prometheus-operated.monitoring.svc:9090"
     headers: dict[str, str] = Field(default_factory=dict)
     verify_tls: bool = True
-    timeout_seconds: float = Field(30, gt=0)
+    timeout_seconds: Seconds = Field(30, gt=0)
     max_response_bytes: int = Field(128 * 1024 * 1024, ge=1024 * 1024)
 
     @field_validator("url")
@@ -89,7 +91,7 @@ class KubernetesSettings(BaseModel):
     page_size: int = Field(500, ge=1, le=10000)
     # A hung API server must never hold a press, a sweep or a shutdown: every request, read or
     # patch, gives up after this many seconds.
-    timeout_seconds: float = Field(10, gt=0, le=120, description="seconds one API server request may take in all")
+    timeout_seconds: Seconds = Field(10, gt=0, le=120, description="seconds one API server request may take in all")
     max_response_bytes: int = Field(64 * 1024 * 1024, ge=1024 * 1024, description="the largest answer read, decoded")
 
 
@@ -108,8 +110,8 @@ class SlackSettings(BaseModel):
         description="Slack user or user group ids who approve cluster-level actions (deleting an empty node's NodeClaim)",
     )
     base_url: str | None = Field(None, description="Web API base URL; only for tests and proxies")
-    clock_skew_seconds: float = Field(2.0, ge=0, le=60, description="how far this host's clock may be from Slack's")
-    sync_recent_days: float = Field(
+    clock_skew_seconds: Seconds = Field(2.0, ge=0, le=60, description="how far this host's clock may be from Slack's")
+    sync_recent_days: Days = Field(
         7, gt=0, description="how long after its last change a request's message is still kept in step, days"
     )
 
@@ -129,7 +131,7 @@ class SweepSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    interval_seconds: float = Field(900, ge=60)
+    interval_seconds: Seconds = Field(900, ge=60)
 
 
 class ServerSettings(BaseModel):
@@ -153,7 +155,7 @@ class ServerSettings(BaseModel):
     port: int = Field(8080, ge=1, le=65535)
     log_format: Literal["json", "text"] = "json"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
-    shutdown_grace_seconds: float = Field(25, gt=0, description="how long an action in flight may take to finish on SIGTERM")
+    shutdown_grace_seconds: Seconds = Field(25, gt=0, description="how long an action in flight may take to finish on SIGTERM")
     max_body_bytes: int = Field(1024 * 1024, ge=16 * 1024, le=64 * 1024 * 1024)
     http_threads: int = Field(8, ge=1, le=256)
     backlog: int = Field(1024, ge=128, le=65535)
@@ -161,7 +163,7 @@ class ServerSettings(BaseModel):
     command_queue: int = Field(16, ge=0, le=1024)
     press_workers: int = Field(4, ge=1, le=64)
     press_queue: int = Field(32, ge=0, le=1024)
-    housekeeping_seconds: float = Field(5, gt=0, le=60)
+    housekeeping_seconds: Seconds = Field(5, gt=0, le=60)
 
 
 class ActionSettings(BaseModel):
@@ -174,8 +176,8 @@ class ActionSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    recheck_timeout_seconds: float = Field(60, gt=0, le=600)
-    settle_seconds: float = Field(50, gt=0, le=600)
+    recheck_timeout_seconds: Seconds = Field(60, gt=0, le=600)
+    settle_seconds: Seconds = Field(50, gt=0, le=600)
 
 
 class LeaderElectionSettings(BaseModel):
@@ -192,9 +194,9 @@ class LeaderElectionSettings(BaseModel):
     lease_name: str = "gpu-cost-bot"
     namespace: str | None = None
     identity: str | None = None
-    lease_duration_seconds: float = Field(15, gt=0)
-    renew_deadline_seconds: float = Field(10, gt=0)
-    retry_period_seconds: float = Field(2, gt=0)
+    lease_duration_seconds: Seconds = Field(15, gt=0)
+    renew_deadline_seconds: Seconds = Field(10, gt=0)
+    retry_period_seconds: Seconds = Field(2, gt=0)
 
     @model_validator(mode="after")
     def _ordered(self) -> "LeaderElectionSettings":
@@ -222,18 +224,19 @@ class CostSettings(BaseModel):
     top_consumers: int = Field(5, ge=1, le=50)
     # A report scans weeks of history: ~10 ms per GPU-day on the slowest query (benchmarks/report.py),
     # so 30 days of 400 GPUs take 46 s. Prometheus's own --query.timeout (2 min) caps it as well.
-    query_timeout_seconds: float = Field(120, gt=0)
+    query_timeout_seconds: Seconds = Field(120, gt=0)
 
     def digest_trigger(self, tz: str | None = None) -> CronTrigger:
         """The digests' schedule in the IANA zone ``tz`` (default :attr:`timezone`); see
         :func:`digest_trigger`."""
         return digest_trigger(self.digest_cron, tz or self.timezone)
 
-    @model_validator(mode="after")
-    def _schedule_parses(self) -> "CostSettings":
-        # A typo must fail at start, not at 09:00 on Monday.
-        self.digest_trigger()
-        return self
+    @field_validator("digest_cron", "timezone")
+    @classmethod
+    def _schedule_parses(cls, v: str, info: ValidationInfo) -> str:
+        # A typo must fail at start, not at 09:00 on Monday, and the error name the key it is in.
+        digest_trigger(v) if info.field_name == "digest_cron" else time_zone(v)
+        return v
 
 
 class AlertSettings(BaseModel):
@@ -242,13 +245,13 @@ class AlertSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    interval_seconds: float = Field(900, ge=60)
+    interval_seconds: Seconds = Field(900, ge=60)
     budget_thresholds_percent: list[float] = Field(default_factory=lambda: [50.0, 80.0, 100.0])
-    queue_wait_seconds: float = Field(3600, gt=0)
-    idle_on_demand_seconds: float = Field(3600, gt=0)
+    queue_wait_seconds: Seconds = Field(3600, gt=0)
+    idle_on_demand_seconds: Seconds = Field(3600, gt=0)
     spot_ratio_target: float = Field(0.4, ge=0, le=1)
-    spot_ratio_window_seconds: float = Field(1800, gt=0)
-    snooze_seconds: float = Field(4 * 3600, gt=0)
+    spot_ratio_window_seconds: Seconds = Field(1800, gt=0)
+    snooze_seconds: Seconds = Field(4 * 3600, gt=0)
 
     @field_validator("budget_thresholds_percent")
     @classmethod
@@ -267,15 +270,15 @@ class LedgerSettings(BaseModel):
     ``interval_seconds``: how often the job looks for hours to roll up; ``hours_per_run``: at most
     this many hours per run (each hour is one set of PromQL queries over one hour), oldest first;
     ``backfill_days``: how far back a first start or a gap is filled from Prometheus history;
-    ``retention_days``: rows older than this are dropped."""
+    ``retention_days``: rows older than this are dropped (at most ten years)."""
 
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = False
-    interval_seconds: float = Field(300, ge=60)
+    interval_seconds: Seconds = Field(300, ge=60)
     hours_per_run: int = Field(24, ge=1, le=744)
     backfill_days: int = Field(90, ge=1, le=400)
-    retention_days: int = Field(400, ge=1)
+    retention_days: int = Field(400, ge=1, le=3660)
 
     @model_validator(mode="after")
     def _keeps_what_it_fills(self) -> "LedgerSettings":
@@ -313,8 +316,8 @@ class JupyterHubSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     hubs: list[HubSettings] = Field(default_factory=list)
-    timeout_seconds: float = Field(10, gt=0)
-    settle_seconds: float = Field(60, gt=0)
+    timeout_seconds: Seconds = Field(10, gt=0)
+    settle_seconds: Seconds = Field(60, gt=0)
 
     @field_validator("hubs")
     @classmethod
@@ -360,12 +363,8 @@ class Settings(BaseSettings):
 
     slack_bot_token: SecretStr | None = Field(None, validation_alias=AliasChoices("SLACK_BOT_TOKEN"))
     slack_app_token: SecretStr | None = Field(None, validation_alias=AliasChoices("SLACK_APP_TOKEN"))
-    slack_signing_secret: SecretStr | None = Field(
-        None, validation_alias=AliasChoices("SLACK_SIGNING_SECRET")
-    )
-    prometheus_bearer_token: SecretStr | None = Field(
-        None, validation_alias=AliasChoices("PROMETHEUS_BEARER_TOKEN")
-    )
+    slack_signing_secret: SecretStr | None = Field(None, validation_alias=AliasChoices("SLACK_SIGNING_SECRET"))
+    prometheus_bearer_token: SecretStr | None = Field(None, validation_alias=AliasChoices("PROMETHEUS_BEARER_TOKEN"))
 
     @field_validator("database_url")
     @classmethod

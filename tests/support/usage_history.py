@@ -16,6 +16,7 @@ Report period: the 30 days ending 2026-11-21T00:00Z.
 | training (label) | old-prep-0, Job (Succeeded) | 1, h100-od-1 | Nov 2 - Nov 4, never Running | | 0 | 0 |
 | sandbox (none) | scratch, bare Pod | 1, h100-od-1 | Nov 19 - Nov 21 | empty_idle | 48 | 48 |
 | platform-ns (config) | render-0, Job | 2, h100-nolabel-1 (capacity type only in the API: spot) | Nov 20 00:00 - 12:00 | training | 24 | 0 |
+| team-d (none) | only CPU pods: the namespace is in kube_namespace_labels alone | | | | 0 | 0 |
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ NODES = {
 
 
 NAMESPACE_LABELS = {"training": {"label_team": "training"}, "ml-research": {"label_team": "not-research"},
-                    "sandbox": {}, "vision": {}, "platform-ns": {}}
+                    "sandbox": {}, "vision": {}, "platform-ns": {}, "team-d": {}}
 
 
 PRICES = PriceOverrides.model_validate({

@@ -3,10 +3,12 @@ one (the team's approvers only, audited)."""
 
 from __future__ import annotations
 
+import difflib
 import re
 from datetime import datetime, timedelta
 
 from actions.alerts.budgets import month_end_forecast, month_progress
+from actions.policy.teams import ADMIN_TEAM, TeamDirectory
 from bot.chat import blocks
 from bot.chat.commands.context import CommandContext, Reply, UsageError
 from bot.chat.failures import explain
@@ -99,6 +101,24 @@ def _show(ctx: CommandContext, team: str | None) -> Reply:
     return Reply(Message(text=text.splitlines()[0].replace("*", ""), blocks=[blocks.section(text)]))
 
 
+def _refuse_unknown_team(teams: TeamDirectory, team: str, amount: str) -> None:
+    """Raises UsageError naming the configured teams when ``team`` is none of them. Any other
+    name is a namespace's own team, which has no approvers: saying so would hide the typo."""
+    names = sorted(teams.teams)
+    if team in names or team == ADMIN_TEAM:
+        return
+    if not names:
+        raise UsageError(
+            f"No team `{blocks.plain(team)}`: the bot's config lists no teams. Add them under teams: with their approvers.",
+            EXAMPLE,
+        )
+    closest = (difflib.get_close_matches(team, names, n=1) or names)[0]
+    raise UsageError(
+        f"No team `{blocks.plain(team)}`. Teams: {blocks.plain(', '.join(names))}.",
+        f"/gpu budget set {blocks.plain(closest)} {blocks.plain(amount)}",
+    )
+
+
 def _set(ctx: CommandContext, args: list[str]) -> Reply:
 
     rt = ctx.rt
@@ -106,6 +126,7 @@ def _set(ctx: CommandContext, args: list[str]) -> Reply:
         raise UsageError("Say which team and how many USD per month.", EXAMPLE)
     team, amount_text = args[0], " ".join(args[1:])
     usd = parse_usd_per_month(amount_text)
+    _refuse_unknown_team(ctx.rt.teams, team, amount_text if usd else "5000/month")
     if usd is None or usd <= 0:
         raise UsageError(
             f"`{blocks.plain(amount_text)}` is not an amount in USD per month (a number above 0).",

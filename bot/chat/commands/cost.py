@@ -58,7 +58,7 @@ def team_message(
     with their idle share; the price sources and ``notes`` in context blocks. ``where`` ends the
     title (``", all clusters"``); ``by_cluster`` (:func:`team_clusters_line`) follows the total."""
     title = f"GPU cost: {r.team}{where}"
-    lines = [f"*GPU-hours consumed: {_hours(r.gpu_hours)}*"]
+    lines = [f"*GPU-hours consumed: {_hours(r.gpu_hours)}*" if r.gpu_hours else "*No GPU was used in this period.*"]
     for f in r.price_lines[:MAX_PRICE_LINES]:
         lines.append(
             f"• {blocks.plain(f.gpu_model)} {f.capacity_type} {_hours(f.gpu_hours)} × "
@@ -256,7 +256,7 @@ def handle(args: str, ctx: CommandContext) -> Reply:
     report = dataclasses.replace(report, notes=report.warnings + report.notes)
     if team is None:
         return Reply(all_teams_message(report, fleet, cluster if rt.clusters else None), ephemeral=False)
-    found = report.teams.get(team)
+    found = report.team(team)
     if found is None:
         known = ", ".join(sorted(report.teams)) or "none yet"
         raise UsageError(

@@ -104,6 +104,63 @@ def test_check_rejects_schedules_and_thresholds_that_would_fail_later(tmp_path):
     assert "'Europe/Berlim' is not an IANA time zone name" in result.output
 
 
+def test_check_names_the_key_of_a_bad_schedule_or_zone(tmp_path):
+    bad = tmp_path / "bot.yaml"
+    bad.write_text("costs:\n  timezone: Europe/Berlin\n  digest_cron: '0 99 * * mon'\n")
+    result = runner.invoke(app, ["check", "--config", str(bad)])
+    assert result.exit_code == 2
+    assert "costs.digest_cron (line 3): cron '0 99 * * mon'" in result.stderr
+    bad.write_text("costs:\n  timezone: Europe/Berlim\n")
+    result = runner.invoke(app, ["check", "--config", str(bad)])
+    assert "costs.timezone (line 2): timezone 'Europe/Berlim'" in result.stderr
+
+
+@pytest.mark.parametrize("written", ["1e309", "1e12", ".inf", ".nan", "1" + "0" * 400])
+def test_check_refuses_a_duration_no_clock_can_hold(tmp_path, written):
+    # 1e309 reads as infinity and overflowed the first sweep; 1e12 s was a PromQL range
+    # Prometheus refused as if it were too old.
+    bad = tmp_path / "bot.yaml"
+    bad.write_text(f"policy:\n  window_seconds: {written}\n")
+    result = runner.invoke(app, ["check", "--config", str(bad)])
+    assert result.exit_code == 2, result.output
+    assert "policy.window_seconds (line 2): " in result.stderr
+    assert "write a finite number of seconds, at most 31622400 (366 days)" in result.stderr
+
+
+def test_check_refuses_absurd_durations_wherever_they_are_written(tmp_path):
+    bad = tmp_path / "bot.yaml"
+    bad.write_text(
+        "teams:\n"
+        "  - {name: research, namespaces: [ml], policy: {exempt_seconds: .inf}}\n"
+        "slack: {sync_recent_days: 1e9}\n"
+        "advice: {interruption_hours: .nan}\n"
+        "prices:\n"
+        "  aws: {max_age_seconds: 1e12}\n"
+        "ledger: {retention_days: 1000000}\n"
+    )
+    result = runner.invoke(app, ["check", "--config", str(bad)], env={"GPU_COST_BOT_SWEEP__INTERVAL_SECONDS": "inf"})
+    assert result.exit_code == 2
+    said = result.stderr
+    assert "teams.0.policy.exempt_seconds (line 2): inf is not a usable duration" in said
+    assert "slack.sync_recent_days (line 3): '1e9' is not a usable duration: write a finite number of days, at most 366" in said
+    assert "advice.interruption_hours (line 4): nan is not a usable duration: write a finite number of hours, at most 8784" in said
+    assert "prices.aws.max_age_seconds (line 6): '1e12' is not a usable duration" in said
+    assert "ledger.retention_days (line 7): Input should be less than or equal to 3660" in said
+    assert "sweep.interval_seconds: 'inf' is not a usable duration" in said
+    good = tmp_path / "good.yaml"
+    good.write_text("policy: {exempt_seconds: 31622400, window_seconds: 86400}\n")
+    assert runner.invoke(app, ["check", "--config", str(good)]).exit_code == 0
+
+
+def test_check_prints_its_answer_on_stdout_and_warnings_on_stderr(tmp_path):
+    config = tmp_path / "bot.yaml"
+    config.write_text("teams:\n  - {name: research, namespaces: [ml], channel: C0R}\n")
+    result = runner.invoke(app, ["check", "--config", str(config)], env={"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1"})
+    assert result.exit_code == 0
+    assert result.stdout == "config OK: 1 team(s), dry_run=True, database sqlite\n"
+    assert result.stderr == "warning: team 'research' has no approvers: nobody can approve its requests\n"
+
+
 def test_check_rejects_secrets_in_the_file_and_accepts_a_good_config(tmp_path):
     leaky = tmp_path / "leaky.yaml"
     leaky.write_text("slack_bot_token: xoxb-123\n")
@@ -221,3 +278,25 @@ def test_run_with_the_console_chat_answers_commands(tmp_path):
     assert result.exit_code == 0, result.output
     assert "$120.00" in result.output
     assert (tmp_path / "bot.db").exists()  # migrated at start
+
+
+def test_commands_without_a_config_say_where_they_keep_the_database(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the default database_url is relative to where the command runs
+    db = tmp_path / "gpu-cost-bot.db"
+    said = f"database: {db} (SQLite, the default; set database_url to keep it elsewhere)\n"
+    status = runner.invoke(app, ["ledger", "status", "--at", "2026-11-20T12:00:00Z"])
+    assert status.exit_code == 0, status.output
+    assert status.stderr == said and "usage ledger of cluster default" in status.stdout
+    assert db.exists()
+    ran = runner.invoke(
+        app,
+        ["run", "--chat", "console", "--cluster-state", str(DEMO / "cluster.json"), "--telemetry", str(DEMO / "telemetry.json")],
+        input="quit\n",
+    )
+    assert ran.exit_code == 0, ran.output
+    assert ran.stderr.startswith(said)
+    elsewhere = runner.invoke(
+        app, ["ledger", "status", "--at", "2026-11-20T12:00:00Z"],
+        env={"GPU_COST_BOT_DATABASE_URL": f"sqlite:///{tmp_path / 'chosen.db'}"},
+    )
+    assert elsewhere.exit_code == 0 and "database:" not in elsewhere.stderr

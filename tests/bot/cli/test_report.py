@@ -97,6 +97,21 @@ def test_report_rejects_a_bad_period_and_an_unknown_team(tmp_path, usage_prometh
     assert unknown.exit_code == 2 and "teams: platform, research, sandbox, training, vision" in unknown.output
 
 
+def test_a_team_that_ran_only_cpu_pods_gets_a_report_of_nothing(tmp_path, usage_prometheus):
+    # team-d is no configured team: a namespace whose pods never requested a GPU.
+    text = _report(tmp_path, usage_prometheus, "--team", "team-d", "--period", "30d")
+    assert text.exit_code == 0, text.output
+    assert "GPU cost: team-d" in text.stdout and "No GPU was used in this period." in text.stdout
+    assert "Total: $0.00" in text.stdout
+    as_json = _report(tmp_path, usage_prometheus, "--team", "team-d", "--period", "30d", "--json")
+    assert as_json.exit_code == 0, as_json.output
+    r = json.loads(as_json.stdout)
+    assert (r["team"], r["gpu_hours"], r["cost_usd"], len(r["daily"])) == ("team-d", 0, 0, 30)
+    # ...and it stays out of the table of the teams that used GPUs.
+    table = _report(tmp_path, usage_prometheus, "--period", "30d")
+    assert "team-d" not in table.stdout
+
+
 @pytest.fixture
 def runtime(tmp_path, usage_prometheus):
     with FakeKubeApi([SPOT_NODE], kueue_versions=(), kubeflow=False) as kube, FakeSlack() as slack:
@@ -148,6 +163,14 @@ def test_gpu_cost_for_a_team_renders_the_chargeback_layout(runtime):
     assert "Idle: GPU-hours in 5-minute steps whose engine activity peaked at or under 1%" in text
     training = to_text(_cost(rt, "cost 30d training").message)  # either order
     assert "Idle GPU-hours: 200 hrs (18.5%) = $1,025.60" in training and "Spot ratio: 88.9%" in training
+
+
+def test_gpu_cost_of_a_team_that_ran_only_cpu_pods_says_no_gpu_was_used(runtime):
+    rt, _, _ = runtime
+    reply = _cost(rt, "cost team-d 30d")
+    assert not reply.ephemeral
+    text = to_text(reply.message)
+    assert "GPU cost: team-d" in text and "No GPU was used in this period." in text and "Total: $0.00" in text
 
 
 @pytest.mark.parametrize(

@@ -120,6 +120,25 @@ def test_malformed_input_gets_an_ephemeral_error_with_a_correct_example(world, t
     assert rt.store.budgets() == []
 
 
+@pytest.mark.parametrize(
+    "text, example",
+    [
+        ("budget set nosuch 100/month", "/gpu budget set research 100/month"),
+        ("budget set trainng $2,000", "/gpu budget set training $2,000"),  # a typo: the team meant
+        ("budget set nosuch lots", "/gpu budget set research 5000/month"),
+    ],
+)
+def test_setting_the_budget_of_no_team_names_the_teams_there_are(world, text, example):
+    rt, _, _ = world
+    reply = run(rt, text, LEAD)
+    assert reply.ephemeral
+    said = reply.message.text
+    assert f"No team `{text.split()[2]}`. Teams: research, training." in said, said
+    assert f"For example: `{example}`" in said
+    assert "approvers" not in said
+    assert rt.store.budgets() == []
+
+
 def test_showing_budgets_with_and_without_a_cost_source(world):
     rt, _, _ = world
     rt.store.set_budget("research", 3000, LEAD, NOW)
