@@ -3,8 +3,11 @@
 The cluster is a recorded ``kubectl get ... -o json`` dump (bot/demo_data/cluster.json) held in
 memory, so the executor's patches really change it; the telemetry is what the Prometheus source
 computed from DCGM series built out of a real H100's NVML trace (bot/demo_data/telemetry.json,
-checked against a real Prometheus by the tests). Everything in between is the production code:
-the detector, the store (SQLite), the state machine, the Block Kit renderers, the commands.
+checked against a real Prometheus by the tests); the 30 days before it (bot/demo_data/history.json,
+:mod:`bot.demo_history`) are rolled into the demo store's usage ledger and are advice's history,
+so ``/gpu cost``, ``/gpu budget``, ``/gpu advise`` and the cost chart answer without Prometheus.
+Everything in between is the production code: the detector, the store (SQLite), the ledger, the
+state machine, the Block Kit renderers, the commands.
 """
 
 from __future__ import annotations
@@ -14,9 +17,18 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable, TextIO
 
+from actions.advice.round import AdviceSetup
+from actions.cost.periods import parse_period
+from actions.cost.report import CostReport
+from actions.cost.reporting import CostSetup
+from actions.ledger.rollup import LedgerRollup, LedgerUsage
 from actions.model.times import format_time
 from actions.policy.teams import Team
-from bot.chat.console import ConsoleChat, ConsoleSession
+from actions.store.ledger import LedgerStore
+from bot.chat.chart import cost_chart_png
+from bot.chat.commands.cost import all_teams_message
+from bot.chat.console import ConsoleChat, ConsoleSession, to_text
+from bot.demo_history import DemoAdviceHistory, DemoHistory, DemoUsage
 from bot.runtime.runtime import Runtime
 from bot.settings import Settings
 from bot.wiring.jobs import sweep_for
@@ -43,24 +55,60 @@ class DemoClock:
 
 
 def demo_settings(database_url: str) -> Settings:
-    """Three teams, one approver, acting for real on the in-memory cluster."""
+    """Three teams with monthly budgets (USD), one approver, acting for real on the in-memory
+    cluster."""
     teams = [
-        Team(name="research", namespaces=["ml-research"], channel="#research-gpus", approvers=[APPROVER]),
-        Team(name="training", namespaces=["training"], channel="#training-gpus", approvers=[APPROVER]),
-        Team(name="serving", namespaces=["serving"], channel="#serving-gpus", approvers=[APPROVER]),
+        Team(name="research", namespaces=["ml-research"], channel="#research-gpus", approvers=[APPROVER],
+             monthly_budget_usd=3000),
+        Team(name="training", namespaces=["training"], channel="#training-gpus", approvers=[APPROVER],
+             monthly_budget_usd=6000),
+        Team(name="serving", namespaces=["serving"], channel="#serving-gpus", approvers=[APPROVER],
+             monthly_budget_usd=2500),
     ]
     return Settings(dry_run=False, database_url=database_url, teams=teams)
 
 
 def demo_runtime(database_url: str, out: TextIO, clock: Callable[[], datetime]) -> Runtime:
-    """The demo's runtime: recorded cluster and telemetry, console chat, the given database."""
-    return build_runtime(
-        demo_settings(database_url),
+    """The demo's runtime: recorded cluster and telemetry, console chat, the given database with
+    the demo's 30 days in its usage ledger (:func:`load_history`), which cost reports read, and
+    advice drawn from the same history."""
+    settings = demo_settings(database_url)
+    rt = build_runtime(
+        settings,
         chat=ConsoleChat(out, clock=clock),
         cluster_state=DEMO_DATA / "cluster.json",
         telemetry_file=DEMO_DATA / "telemetry.json",
         clock=clock,
     )
+    history = DemoHistory.from_file(DEMO_DATA / "history.json")
+    load_history(rt, history)
+    ledger = LedgerStore(rt.store)
+    # The ledger alone: there is no Prometheus for the current hour.
+    rt.costs = CostSetup(LedgerUsage(ledger, None, cluster=rt.cluster_name, team_label=None, source="ledger"), team_label=None)
+    rt.advice_setup = AdviceSetup(DemoAdviceHistory(history), settings.advice)
+    return rt
+
+
+def load_history(rt: Runtime, history: DemoHistory) -> int:
+    """Roll ``history``'s hours up into ``rt``'s usage ledger, as the bot's hourly job rolls
+    Prometheus's up (hours already there are kept). Returns the hours written."""
+    rollup = LedgerRollup(DemoUsage(history), LedgerStore(rt.store), cluster=rt.cluster_name, team_label=None,
+                          prices=rt.prices)
+    return len(rollup.backfill(history.start, history.end, rt.policy))
+
+
+def write_chart(path: str | Path, out: TextIO, database_dir: str | None = None) -> CostReport:
+    """Write the chart of the demo's 30 days of cost (PNG) to ``path`` and print the report
+    beside it; no sweep, no loop. Returns the report. Raises OSError when ``path`` cannot be
+    written."""
+    tmp = database_dir or tempfile.mkdtemp(prefix="gpu-cost-bot-demo-")
+    rt = demo_runtime(f"sqlite:///{Path(tmp) / 'demo.db'}", out, DemoClock(SWEEP_AT))
+    start, end = parse_period("30d", SWEEP_AT)
+    report = rt.cost_report(start, end)
+    cost_chart_png(report, path)
+    print(to_text(all_teams_message(report)), file=out)
+    print(f"\nthe daily cost chart of these 30 days (the demo's bundled history) is in {path}", file=out, flush=True)
+    return report
 
 
 def _gpu_pods(rt: Runtime, now: datetime) -> str:
@@ -79,7 +127,8 @@ def run_demo(*, interactive: bool, out: TextIO, database_dir: str | None = None)
 
     print(
         "gpu-cost-bot demo: recorded cluster (3 x p5.48xlarge, 5 GPU pods) and telemetry derived from a "
-        f"real H100's NVML trace; store {rt.store.url.render_as_string(hide_password=True)}",
+        "real H100's NVML trace, with the 30 days before it in the usage ledger; "
+        f"store {rt.store.url.render_as_string(hide_password=True)}",
         file=out,
     )
     say(f"GPU pods running: {_gpu_pods(rt, clock.now)}")
@@ -95,8 +144,10 @@ def run_demo(*, interactive: bool, out: TextIO, database_dir: str | None = None)
     req = proposals[0]
 
     if interactive:
-        clock.advance(5)
-        say(f"Your turn, as approver @{APPROVER}: try `approve {req.id}`, `/gpu estimate 16 a100 1w`, `quit`.")
+        # The clock stays at the sweep: the 30 days the commands read then end on a whole hour,
+        # all of them in the ledger.
+        say(f"Your turn, as approver @{APPROVER}: try `approve {req.id}`, `/gpu cost`, `/gpu budget`, `/gpu advise`, "
+            "`/gpu queue`, `/gpu estimate 16 a100 1w`, `/gpu help`, `quit`.")
         ConsoleSession(rt, APPROVER, out).loop()
         return rt
 

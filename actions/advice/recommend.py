@@ -18,8 +18,9 @@ Per consumer (:func:`advise_consumer`), over the last ``AdvicePolicy.window_seco
   (:mod:`actions.advice.smaller_gpu`: memory from NVIDIA's datasheets, peak activity scaled by the
   datasheets' throughput ratio under ``smaller_gpu_max_pct``); when both fit, the one that costs
   less is advised and the other named in its notes, so a consumer gets one right-sizing advice;
-- **spot**: an on-demand job (never a notebook, never serving) that restarts cleanly, priced at
-  the interruption-adjusted spot rate ``spot x I / (I - C/2)`` of :mod:`actions.estimate`.
+- **spot**: an on-demand job (never a notebook, never serving) that restarts cleanly and has DCGM
+  history in the window, priced at the interruption-adjusted spot rate ``spot x I / (I - C/2)`` of
+  :mod:`actions.estimate`.
 
 Per team and GPU family (:mod:`actions.advice.commitments`): a commitment for the steady baseline.
 
@@ -332,6 +333,8 @@ def _spot(u: ConsumerUsage, quote: PriceQuote, prices: PriceBook, policy: Advice
     # Notebooks have a person waiting on them and serving has users: an interruption is an outage.
     if u.role != "job" or u.capacity is not CapacityType.ON_DEMAND or u.restarts_cleanly is None:
         return None
+    if u.gpu_hours is None:
+        return None  # its saving is GPU-hours x rates: unknown without history ("no advice for them")
     try:
         spot = prices.quote(u.instance_type, CapacityType.SPOT, u.gpu_model, strict=True)
     except PriceNotFound:

@@ -111,11 +111,12 @@ def _report(finding_kind: str, kind: str, ns: str, name: str, reason: str, *, ap
 def _jupyter(pod: GpuPod) -> Consumer:
     user = pod.annotations.get(HUB_USER) or pod.labels.get(HUB_USER) or pod.name
     server = pod.annotations.get(HUB_SERVER, "")
-    name = f"{user}/{server}"
-    target = ObjectRef(JUPYTER_SERVER_API_VERSION, JUPYTER_SERVER_KIND, pod.namespace, name)
+    # The target names the server as the Hub's API does ("<user>/" is the default one); people
+    # know the default server by its user alone.
+    target = ObjectRef(JUPYTER_SERVER_API_VERSION, JUPYTER_SERVER_KIND, pod.namespace, f"{user}/{server}")
     label = f"server {server!r} of {user}" if server else f"default server of {user}"
     return Consumer(
-        "idle-notebook", "JupyterHub", pod.namespace, name,
+        "idle-notebook", "JupyterHub", pod.namespace, f"{user}/{server}" if server else user,
         ProposedAction(ActionVerb.STOP_JUPYTER_SERVER, target, f"stop the JupyterHub {label} (namespace {pod.namespace})"),
         _annotations(pod), target,
     )

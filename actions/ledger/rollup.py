@@ -101,20 +101,23 @@ class LedgerRollup:
 class LedgerUsage:
     """A usage source over the ledger (``source`` ``ledger``: never a PromQL query) or over the
     ledger and Prometheus (``auto``: the partial hours at the period's ends and the current hour
-    read live). ``last_plan`` is the plan of the latest :meth:`fetch`, for a caller that shows
-    which hours came from where (the CLI); with threads sharing the source it may be another
-    thread's, so chat and jobs read the warnings of the usage they got instead."""
+    read live). ``kept`` says whether the hourly job keeps the ledger (``ledger.enabled``); in
+    ``auto`` a ledger not kept (filled by ``ledger backfill``) is read for a period whose whole
+    hours it holds, and any other period straight from Prometheus. ``last_plan`` is the plan of
+    the latest :meth:`fetch`, for a caller that shows which hours came from where (the CLI);
+    with threads sharing the source it may be another thread's, so chat and jobs read the
+    warnings of the usage they got instead."""
 
     def __init__(
         self, ledger: LedgerTable, prometheus: HourlyUsageSource | None, *, cluster: str,
-        team_label: str | None, source: str = "auto",
+        team_label: str | None, source: str = "auto", kept: bool = True,
     ):
         if source not in ("auto", "ledger"):
             raise ValueError(f"source must be auto or ledger, got {source!r}")
         if source == "auto" and prometheus is None:
             raise ValueError("source auto reads the current hour from Prometheus; pass one")
         self.ledger, self.prometheus, self.cluster = ledger, prometheus, cluster
-        self.team_label, self.source = team_label, source
+        self.team_label, self.source, self.kept = team_label, source, kept
         self.last_plan: PeriodPlan | None = None
 
     @property
@@ -136,6 +139,11 @@ class LedgerUsage:
             raise ValueError(f"end {end} is not after start {start}")
         start, end = start.astimezone(timezone.utc), end.astimezone(timezone.utc)
         plan = self.plan(start, end)
+        if self.source == "auto" and not self.kept and (plan.missing or not plan.ledger):
+            # Nothing fills a ledger that is not kept: its gaps are Prometheus's to answer, whole.
+            assert self.prometheus is not None  # auto mode has one (checked at construction)
+            self.last_plan = PeriodPlan(start, end, live=((start, end),))
+            return self.prometheus.fetch(start, end, policy)
         self.last_plan = plan
         with gc_paused():
             rows = self.ledger.key_sums(self.cluster, plan.ledger, namespaces)

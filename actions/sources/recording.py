@@ -3,6 +3,8 @@
 A recording is JSON: either one TelemetrySnapshot (``to_jsonable`` form) or an object whose
 values are snapshots (``{"sweep": {...}, "recheck": {...}}``). ``fetch(at)`` answers with the
 latest snapshot taken at or before ``at``, so a replay moves through time like the real source.
+A recording is of its own time (:attr:`RecordedTelemetry.recorded_at`): whoever replays it says
+so (:func:`describe_recording`), never passing it off as live.
 """
 
 from __future__ import annotations
@@ -39,6 +41,11 @@ class RecordedTelemetry:
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             raise RecordingError(f"{path}: not a telemetry recording: {e}") from None
 
+    @property
+    def recorded_at(self) -> datetime:
+        """When the recording ends: its latest snapshot's time (aware UTC)."""
+        return self.snapshots[-1].at
+
     def fetch(self, at: datetime, policy: Policy) -> TelemetrySnapshot:
         """The latest snapshot at or before ``at``. Raises RecordingError if all are later."""
         usable = [s for s in self.snapshots if s.at <= at]
@@ -47,3 +54,14 @@ class RecordedTelemetry:
                 f"the recording starts at {format_time(self.snapshots[0].at)}, after {format_time(at)}"
             )
         return usable[-1]
+
+
+def describe_recording(recording: RecordedTelemetry, at: datetime | None) -> str:
+    """One line saying that telemetry is a recording and of when: read at ``at`` (aware UTC), or,
+    when ``at`` is None, replayed as if it were now (the bot's clock runs on)."""
+    of = f"a recording of {format_time(recording.recorded_at)}"
+    if at is None:
+        return f"telemetry: {of}, shown as if now (not live)"
+    if at == recording.recorded_at:
+        return f"telemetry: {of}, read at its own time (--at chooses another; not live)"
+    return f"telemetry: {of}, read at {format_time(at)} (not live)"

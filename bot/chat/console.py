@@ -15,10 +15,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
+import emoji
+
 from actions.model.times import utc_now
 from bot.chat.alert_snooze import DEFAULT_SNOOZE_SECONDS
 from bot.chat.alert_snooze import snooze as snooze_alert
 from bot.chat.approvals import Approvals
+from bot.chat.approve_all import request_ids as approve_all_ids
 from bot.chat.blocks.alerts import ALERT_SNOOZE, APPROVE_ALL
 from bot.chat.blocks.proposals import APPROVE, DENY, EXEMPT, RESTORE, SNOOZE
 from bot.chat.commands import CommandContext, dispatch
@@ -38,10 +41,21 @@ _VERBS = {
 }
 
 
+_LINK = re.compile(r"<((?:https?|mailto):[^|>]+)(?:\|([^>]+))?>")
+
+
 def _mrkdwn(text: str) -> str:
+    """Slack mrkdwn as a terminal shows it: mentions and links spelt out, emoji shortcodes as
+    emoji, no bold stars and no code fences (the fenced lines stay, aligned as they were)."""
     if "<" in text:  # most lines mention no one: a sweep writes thousands of them
         text = re.sub(r"<@(\w+)>", r"@\1", text)
         text = re.sub(r"<!subteam\^(\w+)>", r"@group:\1", text)
+        text = _LINK.sub(lambda m: f"{m.group(2)} ({m.group(1)})" if m.group(2) else m.group(1), text)
+    if ":" in text:
+        # Slack's shortcodes are GitHub's aliases; an unknown one (SQLite's ":memory:") stays as it is.
+        text = emoji.emojize(text, language="alias")
+    if "```" in text:
+        text = re.sub(r"```\n?", "", text)
     # Escaped text (actions.text.plain) reads as it was written.
     return text.replace("*", "").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
@@ -189,8 +203,13 @@ class ConsoleSession:
             outcome = snooze_alert(self.rt, int(arg.strip().lstrip("#")), self.user, self.alert_snooze_seconds)
             self._private(outcome.message)
             return outcome
-        if verb == "approve-all" and all(v.strip().lstrip("#").isdigit() for v in arg.split(",") if v.strip()):
-            outcome = self.approvals.approve_all([int(v.strip().lstrip("#")) for v in arg.split(",") if v.strip()], self.user)
+        if verb == "approve-all":
+            try:
+                ids = approve_all_ids(self.rt.store, arg)
+            except ValueError as e:
+                self._private(f"`approve-all` takes what its button shows (`alert:7` or `12,15`): {e}")
+                return None
+            outcome = self.approvals.approve_all(ids, self.user)
             self._private(outcome.message)
             return outcome
         if verb in _VERBS and arg.strip().lstrip("#").isdigit():

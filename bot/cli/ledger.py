@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
@@ -17,6 +17,9 @@ from actions.model.times import floor_hour, format_time, hours_between, parse_ti
 from bot.cli.settings import cli_settings, say_where_the_database_is
 from bot.settings import Settings
 from bot.settings.clusters import ClusterTarget
+
+if TYPE_CHECKING:
+    from actions.store.database import Store
 
 ledger_app = typer.Typer(help="the usage ledger: which hours it holds, and filling it from Prometheus history",
                          no_args_is_help=True, rich_markup_mode=None)
@@ -49,6 +52,40 @@ def describe_plan(plan: PeriodPlan) -> dict:
 
     return {"ledger": out(plan.ledger), "prometheus": out(plan.live), "missing": out(plan.missing),
             "missing_hours": plan.missing_hours}
+
+
+def describe_source(plan: PeriodPlan) -> str:
+    """One line for stderr saying where a report's usage came from: the ledger's hours, the
+    pieces read from Prometheus, the hours neither held."""
+    held = sum((b - a).total_seconds() for a, b in plan.ledger) / 3600
+    if not held:
+        return "usage: read from Prometheus (the usage ledger does not hold this period)"
+    out = f"usage: {held:g} hour(s) from the usage ledger"
+    if plan.live:
+        out += f", {_span(plan.live)} from Prometheus"
+    return out + (f", {plan.missing_hours:g} hour(s) missing" if plan.missing else "")
+
+
+def report_store(s: Settings, source: str) -> Store | None:
+    """The migrated :class:`~actions.store.database.Store` a report reads the usage ledger from,
+    or None: for ``ledger``, and for ``auto`` whenever the ledger may hold the period, since
+    ``ledger.enabled`` governs the hourly job, not reading a ledger ``ledger backfill`` filled.
+    Without ``ledger.enabled``, a SQLite file that does not exist holds none (no file is made).
+    Raises what the store raises (sqlalchemy errors) when the database cannot be reached."""
+    from sqlalchemy.engine import make_url
+
+    from actions.store.database import Store
+
+    if source == "prometheus":
+        return None
+    url = make_url(s.database_url)
+    if source == "auto" and not s.ledger.enabled and url.get_backend_name() == "sqlite":
+        if not url.database or url.database == ":memory:" or not Path(url.database).is_file():
+            return None
+    say_where_the_database_is(s)
+    store = Store(s.database_url)
+    store.migrate()  # as the bot does at every start: a new database holds an empty ledger
+    return store
 
 
 ClusterOpt = typer.Option(None, "--cluster", help="one cluster of `clusters:` (default: the first or only one)")

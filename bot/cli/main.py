@@ -27,9 +27,10 @@ import typer
 
 from actions.model.codec import to_jsonable
 from actions.model.times import format_time, parse_time, utc_now
+from actions.sources.recording import RecordedTelemetry, describe_recording
 from bot.chat.failures import UNAVAILABLE, USAGE, explain
 from bot.cli.advise import advice_for_report, advise
-from bot.cli.ledger import describe_plan, ledger_app
+from bot.cli.ledger import describe_plan, describe_source, ledger_app, report_store
 from bot.cli.settings import cli_settings, say_where_the_database_is
 
 INCOMPLETE = 3
@@ -158,12 +159,22 @@ def sweep(
     s = cli_settings(config, prometheus_url)
     if dry_run:
         s.dry_run = True
-    when = _at(at) or utc_now()
+    when, replay = _at(at), ""
+    if telemetry is not None:
+        # A recording is of its own time: read at it (once) or shown as if now (the loop), said
+        # either way, with the answer (after it: an error stays the first line).
+        recording = RecordedTelemetry.from_file(telemetry)
+        if once and when is None:
+            when = recording.recorded_at
+        replay = describe_recording(recording, when if once else None)
+    when = when or utc_now()
     keep_alive_to_exit()  # the modules imported
     if not once:
         from bot.jobs.scheduler import run_jobs_forever
 
         say_where_the_database_is(s)
+        if replay:
+            typer.echo(replay, err=True)
         rt = build_runtime(s, cluster_state=cluster_state, telemetry_file=telemetry)
         keep_alive_to_exit()
         run_jobs_forever(rt.store, scheduled_jobs(rt, s, verify=True), s.leader_election, s.kubernetes)
@@ -175,6 +186,8 @@ def sweep(
             {"at": format_time(when), "findings": [to_jsonable(f) for f in found.findings], "warnings": list(found.warnings)},
             indent=2,
         ))
+        if replay:
+            typer.echo(replay, err=True)
         if found.warnings:
             raise typer.Exit(INCOMPLETE)
         return
@@ -184,6 +197,8 @@ def sweep(
     outcome = sweep_for(rt, verify=True).run(when)
     keep_alive_to_exit()  # the process ends now: collecting the sweep's objects only slows its exit
     typer.echo(f"sweep at {format_time(when)}: " + ", ".join(f"{k} {v}" for k, v in outcome.counts.items()))
+    if replay:
+        typer.echo(replay)
     _warn(outcome.warnings)
     if outcome.warnings:
         raise typer.Exit(INCOMPLETE)
@@ -247,7 +262,7 @@ def report(
     ),
     at: Optional[str] = typer.Option(None, help="the period ends at this RFC 3339 instant (default: now)"),
     source: str = typer.Option(
-        "auto", help="auto (the usage ledger when ledger.enabled, the current hour from Prometheus), ledger, prometheus"
+        "auto", help="auto (the usage ledger when it holds the period or ledger.enabled, the current hour from Prometheus), ledger, prometheus"
     ),
 ) -> None:
     """GPU-hours and USD per team from the usage ledger or Prometheus history: the chargeback report and its chart."""
@@ -267,12 +282,7 @@ def report(
     s = cli_settings(config, prometheus_url)
     if source not in ("auto", "ledger", "prometheus"):
         raise typer.BadParameter(f"{source!r} is not a source; use auto, ledger or prometheus", param_hint="--source")
-    from actions.store.database import Store
-
-    store = Store(s.database_url) if source == "ledger" or (source == "auto" and s.ledger.enabled) else None
-    if store is not None:
-        say_where_the_database_is(s)
-        store.migrate()  # as the bot does at every start: a new database holds an empty ledger
+    store = report_store(s, source)
     setup = cost_setup(s, store, source)
     try:
         start, end = parse_period(period, _at(at) or utc_now(), setup.timezone)
@@ -316,6 +326,8 @@ def report(
         typer.echo(to_text(team_message(chosen, spot_ratio_target=setup.spot_ratio_target, where=where, by_cluster=by_cluster)))
     else:
         typer.echo(to_text(all_teams_message(built, fleet, cluster if s.clusters else None)))
+    if not as_json and getattr(setup.usage, "last_plan", None) is not None:
+        typer.echo(describe_source(setup.usage.last_plan), err=True)
     _warn(warnings)
     if warnings:
         raise typer.Exit(INCOMPLETE)
@@ -362,16 +374,36 @@ def run(
     else:
         logs.setup(s.server.log_format, s.server.log_level)
     say_where_the_database_is(s)
+    if telemetry is not None:
+        replay = describe_recording(RecordedTelemetry.from_file(telemetry), None)
+        # At a terminal, a line for the person there; in a pod, a record, so a JSON log stays JSON.
+        if chat == "console":
+            typer.echo(replay, err=True)
+        else:
+            logging.getLogger("bot.cli").warning(replay)
     serve(s, chat=chat, cluster_state=cluster_state, telemetry_file=telemetry, user=user)
 
 
 @app.command()
 def demo(
-    interactive: bool = typer.Option(False, "--interactive", help="press the buttons yourself"),
+    interactive: bool = typer.Option(
+        False, "--interactive", help="press the buttons and type the /gpu commands yourself (cost, budget, advise, queue)"
+    ),
+    png: Optional[Path] = typer.Option(
+        None, "--png", help="instead of the loop: write the daily cost chart of the bundled 30 days (PNG) to this file"
+    ),
 ) -> None:
-    """The whole loop on bundled data: sweep, proposal, approval, action, restore (console, SQLite)."""
-    from bot.demo import run_demo
+    """The whole loop on bundled data: sweep, proposal, approval, action, restore (console, SQLite),
+    with 30 days of bundled history for the cost, budget and advice commands."""
+    from bot.demo import run_demo, write_chart
 
+    if png is not None:
+        if interactive:
+            raise typer.BadParameter("--png writes the chart and exits; leave out --interactive", param_hint="--png")
+        if not png.parent.is_dir():
+            raise typer.BadParameter(f"the folder {png.parent} does not exist; create it or write the chart elsewhere", param_hint="--png")
+        write_chart(png, sys.stdout)
+        return
     run_demo(interactive=interactive, out=sys.stdout)
 
 
@@ -389,11 +421,14 @@ def _main(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="log debug output and show tracebacks"),
     show_version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="print the version and exit"),
 ) -> None:
+    from bot.service import logs
+
     _verbose["on"] = verbose
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    logs.quiet_libraries(logging.DEBUG if verbose else logging.WARNING)
 
 
 app.add_typer(ledger_app, name="ledger")

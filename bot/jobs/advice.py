@@ -20,7 +20,7 @@ from actions.advice.request import silenced
 from actions.advice.round import AdviceResult
 from actions.policy.teams import TeamDirectory
 from actions.store.database import Store
-from bot.chat.blocks.advice import advice_message
+from bot.chat.blocks.advice import MAX_SHOWN, advice_message
 from bot.runtime.chat import Chat, ChatError
 
 log = logging.getLogger(__name__)
@@ -47,13 +47,15 @@ class AdviceJob:
 
     def run(self, now: datetime) -> dict[str, int]:
         """Post every team's advice not posted before. Returns counts: ``posted`` (advice in
-        messages sent), ``repeated`` (claimed before: unchanged), ``no-channel`` (a team without
+        messages sent, each shown in them), ``repeated`` (claimed before: unchanged), ``held`` (new
+        advice beyond what one message shows, :data:`~bot.chat.blocks.advice.MAX_SHOWN` a team:
+        left unclaimed for the next post, highest saving first), ``no-channel`` (a team without
         a channel and no default), ``requests`` (right-sizing requests made with Approve/Deny for the
         team's approvers), ``silenced`` (advice a team snoozed or exempted from a request's
         buttons: :func:`~actions.advice.request.silenced`). Raises what the advice sources raise; a post that fails is
         logged and its advice stays claimed (it may have been shown)."""
         result = self.advice(now, None)
-        counts = {"posted": 0, "repeated": 0, "no-channel": 0, "requests": 0, "silenced": 0}
+        counts = {"posted": 0, "repeated": 0, "held": 0, "no-channel": 0, "requests": 0, "silenced": 0}
         # Snoozed and exempted right-sizing requests keep their advice out of the posts, unclaimed,
         # so advice that changed meanwhile is posted once they end.
         quiet = silenced(result.recommendations, self.store.list_requests(states=["snoozed", "exempt"]), now)
@@ -67,12 +69,19 @@ class AdviceJob:
             if channel is None:
                 counts["no-channel"] += len(recs)
                 continue
-            fresh = [r for r in recs if self.store.record_alert(team, KIND, r.claim, now)]
-            counts["repeated"] += len(recs) - len(fresh)
+            fresh, held_before = [], counts["held"]
+            for r in recs:
+                # Only what one message shows is claimed; the rest waits, unclaimed, for the next post.
+                if len(fresh) < MAX_SHOWN and self.store.record_alert(team, KIND, r.claim, now):
+                    fresh.append(r)
+                elif len(fresh) < MAX_SHOWN or self.store.alert(team, KIND, r.claim) is not None:
+                    counts["repeated"] += 1
+                else:
+                    counts["held"] += 1
             if not fresh:
                 continue
             try:
-                self.chat.post(channel, advice_message(fresh, could_save(fresh), now, team))
+                self.chat.post(channel, advice_message(fresh, could_save(fresh), now, team, later=counts["held"] - held_before))
             except ChatError:
                 log.exception("advice for team %s could not be posted to %s", team, channel)
                 continue

@@ -29,6 +29,7 @@ from actions.policy.teams import TeamDirectory
 from actions.sources.prometheus.kueue import KueueMetrics
 from actions.store.database import Store
 from actions.text import one_line
+from bot.chat.approve_all import remember as remember_approve_all
 from bot.chat.blocks.alerts import alert_message
 from bot.runtime.chat import Chat, ChatError
 from bot.settings import AlertSettings
@@ -216,6 +217,9 @@ class AlertsJob:
             if not channel:
                 problem = "the team has no channel and no default channel is configured"
             else:
+                if alert.approve_all:
+                    # Before the post: its Approve all button names the alert, the store its ids.
+                    remember_approve_all(self.store, record.id, alert.approve_all, now)
                 try:
                     ref = self.chat.post(channel, alert_message(alert, record.id, self.settings.snooze_seconds))
                 except ChatError as e:

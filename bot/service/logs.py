@@ -152,4 +152,15 @@ def setup(fmt: LogFormat | None = None, level: int | str = logging.INFO) -> logg
     _installed = make_handler(fmt)
     root.addHandler(_installed)
     root.setLevel(level.upper() if isinstance(level, str) else level)
+    quiet_libraries(root.level)
     return _installed
+
+
+def quiet_libraries(level: int) -> None:
+    """Below DEBUG (``level``, a logging level), hold back library lines a reader cannot act on:
+    alembic's INFO line per migration step (a new database writes twenty before the bot says
+    anything), and urllib3's warning before each retry of a connection (the caller's one error
+    after the last try says what failed and where)."""
+    debugging = level <= logging.DEBUG
+    logging.getLogger("alembic").setLevel(logging.NOTSET if debugging else logging.WARNING)
+    logging.getLogger("urllib3.connectionpool").setLevel(logging.NOTSET if debugging else logging.ERROR)

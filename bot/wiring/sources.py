@@ -81,18 +81,21 @@ def usage_source(
 ) -> PrometheusUsage | LedgerUsage:
     """Where reports of ``target`` (default: the first or only cluster) read usage:
     ``prometheus`` straight from Prometheus; ``ledger`` the usage ledger in ``store`` alone (no
-    PromQL); ``auto`` the ledger with the current hour from Prometheus when ``ledger.enabled``
-    (else Prometheus). Raises ValueError for another source, or ``ledger`` without a store."""
+    PromQL); ``auto`` the ledger in ``store`` with the current hour from Prometheus, or, when
+    ``ledger.enabled`` is off (no job keeps the ledger), only for a period whose hours a
+    backfill left in it (else Prometheus; Prometheus alone without a store). Raises ValueError
+    for another source, or ``ledger`` without a store."""
     if source not in SOURCES:
         raise ValueError(f"source {source!r} is not one of {', '.join(SOURCES)}; e.g. --source ledger")
     target = target or settings.cluster_targets()[0]
     prometheus = prometheus_usage(settings, target)
-    if source == "prometheus" or (source == "auto" and (not settings.ledger.enabled or store is None)):
+    if source == "prometheus" or (source == "auto" and store is None):
         return prometheus
     if store is None:
         raise ValueError("source ledger reads the database; give a config whose database_url holds the ledger")
     return LedgerUsage(
         LedgerStore(store), prometheus, cluster=target.name, team_label=settings.costs.team_label, source=source,
+        kept=settings.ledger.enabled,
     )
 
 
@@ -100,7 +103,7 @@ def cost_setup(
     settings: Settings, store: Store | None = None, source: str = "auto", target: ClusterTarget | None = None,
 ) -> CostSetup:
     """Cost reports of ``target`` (default: the first or only cluster) from :func:`usage_source`
-    (the ledger in ``store`` when ``ledger.enabled``, else Prometheus's history), with the
+    (the ledger in ``store`` as it says, else Prometheus's history), with the
     ``costs`` settings (team label, top consumers, time zone)."""
     return CostSetup(
         usage=usage_source(settings, store, source, target),

@@ -694,6 +694,9 @@ SCOPE_OF_METHOD = {
     "files_completeUploadExternal": "files:write",
     "reactions_add": "reactions:write",
     "views_open": None,  # a trigger_id is the permission
+    # The App Home: docs.slack.dev/reference/methods/views.publish lists no scope for it (a home
+    # view goes to a user of a workspace the app is installed in).
+    "views_publish": None,
     "auth_test": None,
 }
 # Scopes no method requires but one the code calls makes use of: chat.postMessage posts to a
@@ -768,8 +771,12 @@ def test_manifest_declares_the_command_and_the_buttons(name):
     assert declared["/gpu"]["usage_hint"].startswith("help")
     assert m["display_information"]["name"] and m["features"]["bot_user"]["display_name"]
     assert m["settings"]["interactivity"]["is_enabled"] is bool(bolt_registrations("action"))
-    # No events are subscribed because the code listens to none.
-    assert not bolt_registrations("event") and "event_subscriptions" not in m["settings"]
+    # The events subscribed are exactly those the code listens to; the Home tab is on because
+    # the code publishes it when opened.
+    events = {ast.literal_eval(c.args[0]) for c in bolt_registrations("event")}
+    assert events == {"app_home_opened"}
+    assert set(m["settings"]["event_subscriptions"]["bot_events"]) == events
+    assert m["features"]["app_home"]["home_tab_enabled"] is True
 
 
 def test_socket_manifest_needs_no_url_and_http_manifest_points_at_slack_events():
@@ -778,14 +785,17 @@ def test_socket_manifest_needs_no_url_and_http_manifest_points_at_slack_events()
     socket, http = manifest(MANIFESTS[0]), manifest(MANIFESTS[1])
     assert socket["settings"]["socket_mode_enabled"] is True
     assert "request_url" not in socket["settings"]["interactivity"]
+    assert "request_url" not in socket["settings"]["event_subscriptions"]
     assert all("url" not in c for c in socket["features"]["slash_commands"])
     assert http["settings"]["socket_mode_enabled"] is False
-    urls = [http["settings"]["interactivity"]["request_url"]] + [c["url"] for c in http["features"]["slash_commands"]]
+    urls = [http["settings"]["interactivity"]["request_url"], http["settings"]["event_subscriptions"]["request_url"]]
+    urls += [c["url"] for c in http["features"]["slash_commands"]]
     assert all(u.startswith("https://") and u.endswith(SLACK_EVENTS_PATH) for u in urls)
     # Apart from the transport, the two are the same app.
     for m in (socket, http):
         m["settings"].pop("socket_mode_enabled")
         m["settings"]["interactivity"].pop("request_url", None)
+        m["settings"]["event_subscriptions"].pop("request_url", None)
         for c in m["features"]["slash_commands"]:
             c.pop("url", None)
     assert socket == http

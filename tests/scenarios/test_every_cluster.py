@@ -222,7 +222,7 @@ def test_gpu_budget_sums_every_cluster_and_names_one_not_read(usage_fleet):
     answer = _command(f.rt, "budget research")
     assert f"spent ${f.east_usd + f.west_usd:,.2f} in 2026-11 (50%)" in answer
     if f.west_down:
-        assert "summed over clusters east; :warning: not counted, no report: west (" in answer
+        assert "summed over clusters east; ⚠️ not counted, no report: west (" in answer
     else:
         assert "summed over clusters east, west" in answer and "not counted" not in answer
 
@@ -253,7 +253,7 @@ def test_digests_sum_every_cluster_and_name_one_not_read(usage_fleet):
     posted = f.out.getvalue()
     east_share = f"All clusters together: east ${east.cost_usd:,.2f} ({east.gpu_hours:,.0f} GPU-hrs)"
     if f.west_down:
-        assert f"{east_share}. :warning: Not in the totals, no report: west (" in posted
+        assert f"{east_share}. ⚠️ Not in the totals, no report: west (" in posted
     else:
         west = f.rt.cost_report(start, end, cluster="west").teams["research"]
         assert f"{east_share}, west ${west.cost_usd:,.2f} ({west.gpu_hours:,.0f} GPU-hrs)." in posted

@@ -43,9 +43,7 @@ class ClusterReadError(Exception):
     response arrived or the body could not be decoded)."""
 
     def __init__(self, resource: str, status: int, message: str):
-        super().__init__(
-            f"reading {resource} from the Kubernetes API failed ({status or 'no HTTP status'}): {message}"
-        )
+        super().__init__(f"reading {resource} from the Kubernetes API failed{f' (HTTP {status})' if status else ''}: {message}")
         self.resource = resource
         self.status = status
 
@@ -99,6 +97,14 @@ def bounded_answers(api: kubernetes.client.ApiClient, max_response_bytes: int) -
     rest = api.rest_client
     rest.pool_manager = BoundedPoolManager(rest.pool_manager, max_response_bytes)
     return api
+
+
+def _transport_message(e: Exception) -> str:
+    """What a request that got no answer says: the last try's own error (a refused connection, a
+    TLS failure, a timeout) rather than urllib3's "Max retries exceeded with url: <the query>"."""
+    if isinstance(e, urllib3.exceptions.MaxRetryError) and e.reason is not None:
+        return str(e.reason)
+    return str(e)
 
 
 def _status_message(e: ApiException) -> str:
@@ -298,7 +304,7 @@ class KubernetesSource:
         except ApiException as e:
             raise ClusterReadError(resource, e.status or 0, _status_message(e)) from e
         except (OSError, urllib3.exceptions.HTTPError) as e:  # refused, TLS, timeouts, retries exhausted
-            raise ClusterReadError(resource, 0, str(e)) from e
+            raise ClusterReadError(resource, 0, _transport_message(e)) from e
 
     def _notebooks(self) -> list:
         return self._optional(
@@ -361,7 +367,7 @@ class KubernetesSource:
                 return e.status, b""
             raise ClusterReadError(path, e.status or 0, _status_message(e)) from e
         except (OSError, urllib3.exceptions.HTTPError) as e:
-            raise ClusterReadError(path, 0, str(e)) from e
+            raise ClusterReadError(path, 0, _transport_message(e)) from e
         if response.status in (403, 404) or 200 <= response.status < 300:
             return response.status, body
         raise ClusterReadError(path, response.status, body.decode("utf-8", "replace")[:500])
@@ -382,7 +388,7 @@ class KubernetesSource:
         except ApiException as e:
             raise ClusterReadError(resource, e.status or 0, _status_message(e)) from e
         except (OSError, urllib3.exceptions.HTTPError) as e:
-            raise ClusterReadError(resource, 0, str(e)) from e
+            raise ClusterReadError(resource, 0, _transport_message(e)) from e
         if response.status == 404:
             return None
         if not 200 <= response.status < 300:

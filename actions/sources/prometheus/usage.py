@@ -325,7 +325,8 @@ class PrometheusUsage:
         daily = self._daily(policy, start, end)
         try:
             usage = parse_usage(start, end, self.step_seconds, results, daily)
-            warnings, covered_from = presence_warnings(self.url, start, end, presence)
+            gpus_seen = any(p.gpu_hours > 0 for p in usage.pods) or any(h > 0 for h in usage.node_gpu_hours.values())
+            warnings, covered_from = presence_warnings(self.url, start, end, presence, gpus_seen=gpus_seen)
             usage = dataclasses.replace(
                 usage, idle_threshold_pct=policy.engine_idle_pct, warnings=warnings, covered_from=covered_from
             )

@@ -138,11 +138,14 @@ def presence_queries(range_seconds: float) -> dict[str, str]:
 
 
 def presence_warnings(
-    url: str, start: datetime, end: datetime, results: Mapping[str, list[Mapping[str, Any]]]
+    url: str, start: datetime, end: datetime, results: Mapping[str, list[Mapping[str, Any]]], *,
+    gpus_seen: bool = True,
 ) -> tuple[tuple[str, ...], datetime | None]:
     """``(warnings, covered_from)`` from the results of :func:`presence_queries` over
     ``[start, end]``: what is missing for the report to be whole, and the first moment the data
-    covers when that is after ``start``. Pure."""
+    covers when that is after ``start``. ``gpus_seen``: whether kube-state-metrics showed any
+    node with GPU capacity or any pod requesting GPUs in the period; without one, no DCGM series
+    is what a cluster scaled to zero GPUs exports, not missing data. Pure."""
 
     def first(name: str) -> float | None:
         rows = results.get(name) or []
@@ -155,8 +158,12 @@ def presence_warnings(
             "GPU-hours could be counted: install kube-state-metrics and let Prometheus scrape it, or ask for "
             "a period Prometheus still keeps (its retention)"
         )
+        if not first("dcgm"):
+            # Said apart: the GPU telemetry is empty too, not only the pod inventory.
+            warnings.append(f"Prometheus at {url} holds no DCGM series ({GPU_UTIL} or {ENGINE_ACTIVE}) for this period either: "
+                            "its GPU telemetry is empty")
         return tuple(warnings), None
-    if not first("dcgm"):
+    if gpus_seen and not first("dcgm"):
         warnings.append(
             f"Prometheus at {url} holds no DCGM series ({GPU_UTIL} or {ENGINE_ACTIVE}) for this period, so idle "
             "GPU-hours are unknown and shown as 0: install NVIDIA's dcgm-exporter and let Prometheus scrape it"

@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from actions.text import duration, plain, usd  # noqa: F401 - re-exported for the chat layer
+from bot.chat.blocks.fit import clip, clip_middle, more_line
 from bot.runtime.chat import Message
 
 
@@ -22,22 +23,29 @@ def short_time(t: datetime) -> str:
 
 SECTION_CHARS = 3000  # Slack's limit on a section's text and on a context element's
 HEADER_CHARS = 150
+CONTEXT_ELEMENTS = 10
+MESSAGE_BLOCKS = 50
 
 
-def header(text: str) -> dict:
-    """A header block (plain text, cut at Slack's 150 characters)."""
-    return {"type": "header", "text": {"type": "plain_text", "text": text[:HEADER_CHARS]}}
+def header(text: str, keep: str = "") -> dict:
+    """A header block (plain text) of ``text`` then ``keep``, within Slack's 150 characters: a
+    long ``text`` (a 253-character Kubernetes name) is shortened in its middle so that ``keep``
+    (``" in cluster west"``) is always shown."""
+    return {"type": "header", "text": {"type": "plain_text", "text": clip_middle(text, HEADER_CHARS - len(keep)) + keep}}
 
 
 def section(text: str) -> dict:
-    """A section block of mrkdwn ``text``, cut at Slack's 3000 characters."""
-    return {"type": "section", "text": {"type": "mrkdwn", "text": text[:SECTION_CHARS]}}
+    """A section block of mrkdwn ``text``. Slack refuses one over 3000 characters; a longer
+    ``text`` is clipped with "…" as a last guard: fit rows first (:func:`.fit.fit_rows`)."""
+    return {"type": "section", "text": {"type": "mrkdwn", "text": clip(text, SECTION_CHARS)}}
 
 
 def context(*texts: str) -> dict:
-    """A context block: one mrkdwn element per text (Slack takes at most 10), each cut at 3000
-    characters."""
-    return {"type": "context", "elements": [{"type": "mrkdwn", "text": t[:SECTION_CHARS]} for t in texts[:10]]}
+    """A context block: one mrkdwn element per text (Slack takes at most 10, each of at most 3000
+    characters); from an 11th on, the tenth says how many more there are."""
+    if len(texts) > CONTEXT_ELEMENTS:
+        texts = (*texts[: CONTEXT_ELEMENTS - 1], more_line(len(texts) - CONTEXT_ELEMENTS + 1, "more notes"))
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": clip(t, SECTION_CHARS)} for t in texts]}
 
 
 def error_message(problem: str, example: str | None = None) -> Message:

@@ -22,9 +22,21 @@ def saving_text(r: Recommendation) -> str:
     return f"saves {usd(r.saving_usd_per_month)}/month"
 
 
-def recommendation_blocks(r: Recommendation, silenced: bool = False) -> list[dict]:
+def _source(p) -> str:  # noqa: ANN001 - a PriceQuote
+    return plain(p.source) + (f", as of {plain(p.as_of)}" if p.as_of else "")
+
+
+def _basis(p) -> str:  # noqa: ANN001 - a PriceQuote
+    # A committed rate (a Reserved Instance, a Savings Plan) is what a commitment would cost, not
+    # the price of reserved capacity: it is labelled as such.
+    return "committed" if p.basis == "commitment" else plain(p.capacity_type.value)
+
+
+def recommendation_blocks(r: Recommendation, silenced: bool = False, sources: dict[str, int] | None = None) -> list[dict]:
     """One recommendation: what to do and what it saves, the change, the evidence, the prices;
-    ``silenced`` when its team snoozed or exempted it (it is then not posted to the channel)."""
+    ``silenced`` when its team snoozed or exempted it (it is then not posted to the channel).
+    ``sources`` (a price source's text -> its number in the message's list of sources) makes each
+    price cite its source by number rather than repeat it."""
     now = usd(r.current_usd_per_month)
     after = "" if r.advised_usd_per_month is None else f" → {usd(r.advised_usd_per_month)}"
     lines = [
@@ -32,10 +44,7 @@ def recommendation_blocks(r: Recommendation, silenced: bool = False) -> list[dic
         f"Change: {plain(r.change)}",
         "Evidence: " + "; ".join(f"{plain(name)} {plain(value)}" for name, value in r.evidence),
     ]
-    # A committed rate (a Reserved Instance, a Savings Plan) is what a commitment would cost, not
-    # the price of reserved capacity: it is labelled as such.
-    prices = [f"{'committed' if p.basis == 'commitment' else plain(p.capacity_type.value)} {plain(p.source)}"
-              + (f", as of {plain(p.as_of)}" if p.as_of else "") for p in r.prices]
+    prices = [f"{_basis(p)} [{sources[_source(p)]}]" if sources else f"{_basis(p)} {_source(p)}" for p in r.prices]
     notes = [plain(n) for n in r.notes]
     if silenced:
         notes.append("Snoozed or exempt from its request's buttons: not posted to the channel until that ends")
@@ -48,11 +57,12 @@ def recommendation_blocks(r: Recommendation, silenced: bool = False) -> list[dic
 
 def advice_message(
     recs: Sequence[Recommendation], could_save: float, at: datetime, team: str | None = None,
-    silenced: Collection[str] = (),
+    silenced: Collection[str] = (), later: int = 0,
 ) -> Message:
     """The answer to ``/gpu advise [team]``: every recommendation, highest saving first, each
     with its evidence and price sources, and what they would save together; those whose key is
-    in ``silenced`` (snoozed or exempt) marked so."""
+    in ``silenced`` (snoozed or exempt) marked so. The first :data:`MAX_SHOWN` are shown and the
+    rest counted; ``later`` counts new advice the scheduled post holds for its next post."""
     scope = f" for team {team}" if team else ""
     if not recs:
         text = (f"No advice{scope} at {short_time(at)}: no consumer's GPUs are larger than its use, on-demand where "
@@ -60,13 +70,20 @@ def advice_message(
         return Message(text=text, blocks=[section(text)])
     title = f"GPU advice{scope}: could save {usd(could_save)}/month"
     out: list[dict] = [header(title)]
-    for r in recs[:MAX_SHOWN]:
-        out += recommendation_blocks(r, r.key in silenced)
+    shown = recs[:MAX_SHOWN]
+    # A price source is a sentence or three, and most advice shares one: each is listed once, at the end.
+    sources = {text: n for n, text in enumerate(dict.fromkeys(_source(p) for r in shown for p in r.prices), 1)}
+    for r in shown:
+        out += recommendation_blocks(r, r.key in silenced, sources)
     more = f" ({len(recs) - MAX_SHOWN} more not shown)" if len(recs) > MAX_SHOWN else ""
+    if later:
+        more += f" ({later} more in the next post; all now: `/gpu advise`)"
     out.append(context(
         f"{len(recs)} recommendation(s){more} at {short_time(at)}. A month is 730 h at the last window's rate; "
         "the total counts each consumer's largest saving once."
     ))
+    if sources:
+        out.append(context("Price sources: " + " | ".join(f"[{n}] {text}" for text, n in sources.items())))
     return Message(text=plain(title), blocks=out)
 
 

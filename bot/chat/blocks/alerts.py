@@ -13,10 +13,12 @@ from typing import Any, Sequence
 
 from actions.alerts.alert import Alert
 from bot.chat.blocks import context, duration, header, plain, section, short_time
+from bot.chat.blocks.fit import clip, fit_rows
 from bot.runtime.chat import Message
 
 ALERT_SNOOZE = "alert_snooze"
-# Approves every proposal of a freeing plan at once; ``value`` is their request ids, "12,15".
+# Approves every proposal of a freeing plan at once; ``value`` is ``"alert:<id>"``, whose request
+# ids the store holds (older messages carry the ids themselves, "12,15").
 APPROVE_ALL = "gpu_approve_all"
 
 _ICONS = {
@@ -44,16 +46,18 @@ def snooze_button(alert_id: int, snooze_seconds: float) -> dict[str, Any]:
 def alert_message(alert: Alert, alert_id: int, snooze_seconds: float) -> Message:
     """The channel message of an alert: title, text, fields, where it comes from, Snooze."""
     icon = _ICONS.get(alert.kind, ":bell:")
+    first, *rest = alert.text.split("\n")
     blocks: list[dict[str, Any]] = [
         header(alert.title),
-        section(f"{icon} {alert.text}"),
+        # A queue-wait alert may list hundreds of proposals: the first ones and how many more.
+        section(fit_rows(rest, max_sections=1, title=f"{icon} {first}", hint=None)[0]),
     ]
     if alert.fields:
         blocks.append(
             {
                 "type": "section",
                 "fields": [
-                    {"type": "mrkdwn", "text": f"*{plain(label)}*\n{value}"[:2000]}
+                    {"type": "mrkdwn", "text": clip(f"*{plain(label)}*\n{value}", 2000)}
                     for label, value in alert.fields[:MAX_FIELDS]
                 ],
             }
@@ -66,9 +70,10 @@ def alert_message(alert: Alert, alert_id: int, snooze_seconds: float) -> Message
     )
     elements = [snooze_button(alert_id, snooze_seconds)]
     if alert.approve_all:
-        ids = ",".join(str(i) for i in alert.approve_all)
+        # The ids are stored under the alert's id (bot.chat.approve_all): hundreds of them would
+        # pass Slack's 2,000 characters of a button's value.
         elements.insert(0, {
-            "type": "button", "style": "primary", "action_id": APPROVE_ALL, "value": ids,
+            "type": "button", "style": "primary", "action_id": APPROVE_ALL, "value": f"alert:{alert_id}",
             "text": {"type": "plain_text", "text": f"Approve all {len(alert.approve_all)}"},
         })
     blocks.append({"type": "actions", "block_id": f"alert-{alert_id}", "elements": elements})

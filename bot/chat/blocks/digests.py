@@ -16,7 +16,8 @@ from zoneinfo import ZoneInfo
 
 from actions.cost.fleet import FleetReport
 from actions.cost.report import EFFICIENCY_TARGET, CostReport, PriceLine, TeamReport
-from bot.chat.blocks import SECTION_CHARS, context, header, plain, section, usd
+from bot.chat.blocks import context, header, plain, section, usd
+from bot.chat.blocks.fit import fit_rows
 from bot.runtime.chat import Message
 
 __all__ = ["admin_summary_message", "chart_comment", "clusters_note", "period_label", "team_digest_message"]
@@ -50,24 +51,9 @@ def _fields(pairs: Iterable[tuple[str, str]]) -> dict:
 
 def _sections(title: str, lines: list[str], max_sections: int) -> list[dict]:
     """``lines`` under a bold ``title`` packed into at most ``max_sections`` sections of at most
-    3000 characters each; lines that do not fit are counted in a last "... and N more" line."""
-    blocks: list[dict] = []
-    current = f"*{title}*"
-    for i, line in enumerate(lines):
-        line = line[: SECTION_CHARS - 100]
-        if len(current) + 1 + len(line) <= SECTION_CHARS:
-            current += "\n" + line
-            continue
-        if len(blocks) + 1 == max_sections:
-            more = f"\n… and {len(lines) - i} more"
-            if len(current) + len(more) > SECTION_CHARS:
-                current = current[: SECTION_CHARS - len(more)]
-            current += more
-            break
-        blocks.append(section(current))
-        current = line
-    blocks.append(section(current))
-    return blocks
+    3000 characters each, never cut mid-line; lines that do not fit are counted in a last
+    "... and N more" line."""
+    return [section(t) for t in fit_rows(lines, max_sections=max_sections, title=f"*{title}*")]
 
 
 def _price_line(f: PriceLine) -> str:
@@ -100,7 +86,8 @@ def team_digest_message(report: TeamReport, tz: str, period_days: int) -> Messag
     if not report.gpu_hours:
         text = f"{plain(title)}: no GPU use recorded from {period}."
         blocks.append(section(text))
-        blocks += [context(plain(n)) for n in report.notes[:3]]
+        if report.notes:
+            blocks.append(context(*(plain(n) for n in report.notes)))
         return Message(text=text, blocks=blocks)
 
     idle_share = report.idle_share
@@ -127,8 +114,9 @@ def team_digest_message(report: TeamReport, tz: str, period_days: int) -> Messag
     if report.price_lines:
         blocks += _sections("By GPU and capacity type", [_price_line(f) for f in report.price_lines], 2)
         blocks += _sections("Where the prices come from", _unique(_price_source_line(f) for f in report.price_lines), 2)
-    room = MAX_BLOCKS - len(blocks)
-    blocks += [context(plain(n)) for n in report.notes[: max(room, 0)]]
+    if report.notes:
+        # One context block: its tenth element counts the notes past Slack's ten.
+        blocks.append(context(*(plain(n) for n in report.notes)))
     text = (
         f"{plain(title)}: {usd(report.cost_usd)} for {_hours(report.gpu_hours)} GPU-hours, "
         f"idle {usd(report.idle_cost_usd)} ({_pct(idle_share)}), from {period}"
@@ -167,13 +155,14 @@ def admin_summary_message(report: CostReport, tz: str, period_days: int) -> Mess
             f"({_pct(t.idle_share)}), efficiency {_pct(t.efficiency)}, spot {_pct(t.spot_ratio)}"
             for t in teams
         ]
-        blocks += _sections("By team", lines, 6)
+        # Every team while 50 blocks allow: the price sources (3) and the notes (1) come after.
+        blocks += _sections("By team", lines, MAX_BLOCKS - len(blocks) - 4)
         prices = _unique(_price_source_line(f) for t in teams for f in t.price_lines)
         if prices:
             blocks += _sections("Where the prices come from", prices, 3)
     notes = list(report.notes) + [f"{t.team}: {n}" for t in teams for n in t.notes]
-    room = MAX_BLOCKS - len(blocks)
-    blocks += [context(plain(n)) for n in notes[: max(room, 0)]]
+    if notes:
+        blocks.append(context(*(plain(n) for n in notes)))
     text = f"{title}: {usd(report.cost_usd)} for {_hours(hours)} GPU-hours across {len(teams)} teams, from {period}"
     return Message(text=text, blocks=blocks[:MAX_BLOCKS])
 

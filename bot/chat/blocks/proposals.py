@@ -13,6 +13,7 @@ from datetime import datetime
 from actions.model.findings import Finding
 from actions.text import gpu_amount
 from bot.chat.blocks import context, duration, header, plain, section, short_time, usd
+from bot.chat.blocks.fit import clip, clip_middle, fit_rows
 from bot.runtime.chat import Message
 
 APPROVE, SNOOZE, EXEMPT, DENY, RESTORE = (
@@ -68,6 +69,21 @@ def _button(text: str, action_id: str, request_id: int, style: str | None = None
     return b
 
 
+MAX_PODS_NAMED = 3  # a consumer of 64 pods: its GPU evidence matters, not a wall of pod names
+FIELD_CHARS = 2000  # Slack's limit on a section field's text
+
+
+def pods_text(pods: tuple[str, ...] | list[str]) -> str:
+    """``", pods a, b"``; for more than :data:`MAX_PODS_NAMED` pods, their count and the first
+    names (``", 64 pods: a, b, c and 61 more"``); empty for none."""
+    if not pods:
+        return ""
+    if len(pods) <= MAX_PODS_NAMED:
+        return ", pods " + plain(", ".join(clip_middle(p, 80) for p in pods))
+    named = ", ".join(clip_middle(p, 80) for p in pods[:MAX_PODS_NAMED])
+    return f", {len(pods)} pods: {plain(named)} and {len(pods) - MAX_PODS_NAMED} more"
+
+
 MAX_EVIDENCE_LINES = 8  # keeps the section under Slack's 3000 characters for any GPU count
 
 
@@ -102,9 +118,8 @@ def proposal_message(f: Finding, status: RequestStatus) -> Message:
     watches several), the evidence, the dollars, its state and the buttons that apply to that
     state."""
     title = f"{TITLES.get(f.kind, 'Idle GPUs')}: {f.consumer_kind} {f.namespace + '/' if f.namespace else ''}{f.name}"
-    if f.cluster:
-        # The same namespace and name may run in several clusters; a bot of one leaves it out.
-        title += f" in cluster {f.cluster}"
+    # The same namespace and name may run in several clusters; a bot of one leaves it out.
+    where_cluster = f" in cluster {f.cluster}" if f.cluster else ""
     price = f.price
     where = plain(f"{f.node or '?'} ({price.instance_type or 'unknown instance type'}, {price.capacity_type.value})")
     amount = gpu_amount(f.gpus, dict(f.devices))
@@ -129,13 +144,10 @@ def proposal_message(f: Finding, status: RequestStatus) -> Message:
     if f.workload:
         fields.append(f"*Kueue Workload*\n{f.workload}")
     blocks: list[dict] = [
-        header(title),
-        {"type": "section", "fields": [{"type": "mrkdwn", "text": t} for t in fields[:10]]},
-        section(
-            f"*Evidence* (last {duration(f.window_seconds)}"
-            f"{', pods ' + plain(', '.join(f.pods)) if f.pods else ''}):\n"
-            + "\n".join(evidence_lines(f) + [f"• {plain(n)}" for n in f.notes])
-        ),
+        header(title, where_cluster),
+        {"type": "section", "fields": [{"type": "mrkdwn", "text": clip(t, FIELD_CHARS)} for t in fields[:10]]},
+        section(fit_rows(evidence_lines(f) + [f"• {plain(n)}" for n in f.notes], max_sections=1, hint=None,
+                         title=f"*Evidence* (last {duration(f.window_seconds)}{pods_text(f.pods)}):")[0]),
     ]
     if f.action is None:
         action_text = f"nothing the bot can do ({plain(f.report_reason or 'no action with an exact Restore')})"
@@ -160,7 +172,7 @@ def proposal_message(f: Finding, status: RequestStatus) -> Message:
     if buttons:
         blocks.append({"type": "actions", "block_id": f"request-{status.id}", "elements": buttons})
     cost = f"reserved, {gpu_amount(f.gpus)} GPU(s) freed" if f.reserved else f"{usd(f.usd_per_hour)}/h"
-    text = f"{plain(title)}: {gpu_amount(f.gpus)} GPU(s) idle for {duration(f.idle_seconds)}, {cost}"
+    text = f"{plain(title + where_cluster)}: {gpu_amount(f.gpus)} GPU(s) idle for {duration(f.idle_seconds)}, {cost}"
     return Message(text=text, blocks=blocks)
 
 

@@ -3,6 +3,8 @@ its evidence, its dollars a month and where the prices come from."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from actions.advice.request import silenced
 from actions.sources.kube.reader import ClusterReadError
 from bot.chat import blocks
@@ -41,4 +43,14 @@ def handle(args: str, ctx: CommandContext) -> Reply:
     # Asked for, everything is shown; what a team silenced is marked, as the posts leave it out.
     quiet = silenced(result.recommendations, rt.store.list_requests(states=["snoozed", "exempt"]), now) \
         if rt.store is not None else set()
-    return Reply(advice_message(result.recommendations, result.could_save_usd_per_month, now, team, quiet))
+    message = advice_message(result.recommendations, result.could_save_usd_per_month, now, team, quiet)
+    blind = [u for u in result.usages if u.gpu_hours is None]
+    if result.usages and len(blind) == len(result.usages):
+        # "Nothing to advise" from empty telemetry would read as GPUs well used.
+        said = (f"the history holds no DCGM series for any of the {len(blind)} GPU consumers in the window: "
+                "the telemetry is empty, so nothing could be judged (is dcgm-exporter scraped by this Prometheus?)",)
+    else:
+        said = result.warnings()
+    if said:
+        message = dataclasses.replace(message, blocks=[*message.blocks, blocks.context(*(f":warning: {blocks.plain(w)}" for w in said))])
+    return Reply(message)

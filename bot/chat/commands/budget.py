@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from actions.alerts.budgets import month_end_forecast, month_progress
 from actions.policy.teams import ADMIN_TEAM, TeamDirectory
 from bot.chat import blocks
+from bot.chat.blocks.fit import fit_rows
 from bot.chat.commands.context import CommandContext, Reply, UsageError
 from bot.chat.failures import explain
 from bot.runtime.chat import Message
@@ -52,6 +53,18 @@ def _across(rt, start: datetime, end: datetime) -> str:  # noqa: ANN001 - a Runt
     return text
 
 
+def _short_spend(rt, start: datetime, end: datetime) -> tuple[str, ...]:  # noqa: ANN001 - a Runtime
+    """Why the spend of ``[start, end]`` may be short (no DCGM or kube-state-metrics series, hours
+    the ledger lacks): the warnings of the cost report it was summed from, which the Runtime
+    shares with the spend just read rather than computing it again."""
+    if rt.costs is None and not rt.clusters:
+        return ()
+    try:
+        return rt.cost_report(start, end).warnings
+    except Exception:  # noqa: BLE001 - the spend's own failure is already shown in its line
+        return ()
+
+
 def _show(ctx: CommandContext, team: str | None) -> Reply:
 
     rt = ctx.rt
@@ -66,6 +79,7 @@ def _show(ctx: CommandContext, team: str | None) -> Reply:
     now = rt.clock()
     stored = {b.team: b for b in rt.store.budgets()}
     lines = []
+    short: dict[str, None] = {}  # each warning once, in the order met
     for name in names:
         usd = budgets.get(name)
         if usd is None:
@@ -88,6 +102,7 @@ def _show(ctx: CommandContext, team: str | None) -> Reply:
             except Exception as e:  # noqa: BLE001 - the budget is still worth showing without the spend
                 lines.append(f"{line}\n    spend: unavailable ({blocks.plain(explain(e).message)})")
                 continue
+            short.update(dict.fromkeys(_short_spend(rt, start, now)))
             forecast = month_end_forecast(spent, progress)
             line += f"\n    spent {blocks.usd(spent)} in {progress.key} ({100 * spent / usd:.0f}%)"
             if forecast is not None:
@@ -97,8 +112,13 @@ def _show(ctx: CommandContext, team: str | None) -> Reply:
                 )
             line += _across(rt, start, now)
         lines.append(line)
-    text = "\n".join(lines)
-    return Reply(Message(text=text.splitlines()[0].replace("*", ""), blocks=[blocks.section(text)]))
+    # A spend of $0.00 from empty telemetry must not read as a team that spent nothing.
+    warnings = ["\n".join(f":warning: {blocks.plain(w)}" for w in short)] if short else []
+    # A team per row, never cut within one; teams past Slack's 50 blocks are counted, not
+    # dropped, and the warnings always end the answer.
+    sections = fit_rows(lines, max_sections=blocks.MESSAGE_BLOCKS, tail=warnings, noun="more teams",
+                        hint="name one: `/gpu budget <team>`")
+    return Reply(Message(text=lines[0].splitlines()[0].replace("*", ""), blocks=[blocks.section(t) for t in sections]))
 
 
 def _refuse_unknown_team(teams: TeamDirectory, team: str, amount: str) -> None:

@@ -20,6 +20,7 @@ from actions.cost.periods import PERIOD_EXAMPLES, PeriodError, parse_period
 from actions.cost.report import EFFICIENCY_TARGET, CostReport, TeamReport, table_order
 from actions.sources.prometheus.api import TelemetryError
 from bot.chat import blocks
+from bot.chat.blocks.fit import fit_rows
 from bot.chat.commands.context import CommandContext, Reply, UsageError, cluster_arg
 from bot.runtime.chat import Message
 from bot.runtime.runtime import ReportUnavailable, UnknownCluster
@@ -68,9 +69,7 @@ def team_message(
     hidden = len(r.price_lines) - MAX_PRICE_LINES
     if hidden > 0:
         lines.append(f"• … and {hidden} more lines, {blocks.usd(sum(f.cost_usd for f in r.price_lines[MAX_PRICE_LINES:]))}")
-    lines.append(f"*Total: {blocks.usd(r.cost_usd)}*")
-    if by_cluster:
-        lines.append(by_cluster)
+    totals = [f"*Total: {blocks.usd(r.cost_usd)}*"] + ([by_cluster] if by_cluster else [])
     eff_mark = "" if r.efficiency is None else (" :white_check_mark:" if r.efficiency > EFFICIENCY_TARGET else " :warning:")
     spot_target = "" if spot_ratio_target is None else f" (target > {spot_ratio_target:.0%})"
     kpis = [
@@ -78,20 +77,20 @@ def team_message(
         f"*Efficiency score:* {_pct(r.efficiency)} (target > {EFFICIENCY_TARGET:.0%}){eff_mark}",
         f"*Spot ratio:* {_pct(r.spot_ratio)}{spot_target}",
     ]
-    top = ["*Top consumers*"] + [
+    top = [
         f"{i}. {c.kind} {blocks.plain(f'{c.namespace}/{c.name}')}"
         f"{f' (queue {blocks.plain(c.queue)})' if c.queue else ''}: "
         f"{_hours(c.gpu_hours)}, {blocks.usd(c.cost_usd)}, idle {c.idle_share:.0%}"
         for i, c in enumerate(r.top_consumers, 1)
     ]
     out = [
-        blocks.header(title),
+        blocks.header(f"GPU cost: {r.team}", where),
         blocks.context(period_label(r.period_start, r.period_end)),
-        blocks.section("\n".join(lines)),
+        *(blocks.section(t) for t in fit_rows(lines, max_sections=1, tail=totals, noun="more lines")),
         blocks.section("\n".join(kpis)),
     ]
     if r.top_consumers:
-        out.append(blocks.section("\n".join(top)))
+        out += [blocks.section(t) for t in fit_rows(top, max_sections=1, title="*Top consumers*", noun="more consumers")]
     sources = sorted({
         blocks.plain(
             f"{f.gpu_model} {f.capacity_type} {blocks.usd(f.usd_per_gpu_hour)}/GPU-hour: {f.price_source}"
@@ -181,14 +180,15 @@ def all_teams_message(report: CostReport, fleet: FleetReport | None = None, clus
         free = report.unrequested
         body.append(f"{'unrequested':<{width}}  {free.gpu_hours:>9,.0f}  {blocks.usd(free.cost_usd):>12}")
         body.append(f"{'GPU nodes':<{width}}  {report.node_gpu_hours:>9,.0f}  {blocks.usd(report.node_cost_usd):>12}")
-    table = "```\n" + "\n".join([header, *body]) + "\n```"
     several = fleet is not None and len(fleet.totals()) > 1
     title = "GPU cost by team" + (f", cluster {cluster}" if cluster else ", all clusters" if several else "")
-    out = [
-        blocks.header(title),
-        blocks.context(period_label(report.period_start, report.period_end)),
-        blocks.section(table),
-    ]
+    out = [blocks.header(title), blocks.context(period_label(report.period_start, report.period_end))]
+    # Every team's row in sections of their own code block, the totals always last; rows that
+    # would pass Slack's 50 blocks are counted in a "more" line instead.
+    room = blocks.MESSAGE_BLOCKS - len(out) - (2 if several else 1)
+    total_rows = body[len(rows):]
+    out += [blocks.section(t) for t in fit_rows(body[: len(rows)], max_sections=room, repeat=header, tail=total_rows,
+                                                 code=True, noun="more teams")]
     if several:
         out.append(blocks.section("*By cluster*\n" + clusters_table(fleet)))
     notes = [blocks.plain(n) for n in (*report.warnings, *report.notes)] if several else [blocks.plain(n) for n in report.notes]

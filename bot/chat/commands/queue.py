@@ -8,6 +8,7 @@ from actions.alerts.alert import gpus_text
 from actions.kueue.queues import QueueReport, wait_sentence
 from actions.sources.kube.reader import ClusterReadError
 from bot.chat import blocks
+from bot.chat.blocks.fit import fit_blocks, fit_rows, more_line
 from bot.chat.commands.context import CommandContext, Reply, UsageError, cluster_arg
 from bot.runtime.chat import Message
 from bot.runtime.runtime import UnknownCluster
@@ -17,7 +18,7 @@ SUMMARY = "pending and admitted Kueue Workloads per LocalQueue and ClusterQueue,
 EXAMPLE = "/gpu queue research"
 CLUSTER_EXAMPLE = "/gpu queue research --cluster gpu-west"
 
-MAX_LINES = 40  # keeps every section well under Slack's 3000 characters
+HINT = "name a team: `/gpu queue <team>`"
 
 
 def _wait(seconds: float | None) -> str:
@@ -28,7 +29,8 @@ def report_message(report: QueueReport, api_version: str | None, team: str | Non
     """The answer as Block Kit: one section per ClusterQueue with its LocalQueues, then who waits
     and what idles elsewhere; ``cluster`` (one of several) is named in the heading."""
     scope = f" for team {team}" if team else ""
-    heading = f"Kueue queues{scope}" + (f" in cluster {cluster}" if cluster else "")
+    where = f" in cluster {cluster}" if cluster else ""
+    heading = f"Kueue queues{scope}{where}"
     title = blocks.plain(heading)
     if api_version is None:
         text = f"{title}: Kueue is not installed on this cluster (no kueue.x-k8s.io API)."
@@ -36,7 +38,7 @@ def report_message(report: QueueReport, api_version: str | None, team: str | Non
     if not report.local_queues:
         text = f"{title}: no GPU Workloads pending or admitted."
         return Message(text=text, blocks=[blocks.section(text)])
-    out: list[dict] = [blocks.header(heading)]
+    sections: list[dict] = []
     for cq in report.cluster_queues:
         flavors = f" (GPU flavors {blocks.plain(', '.join(cq.flavors))})" if cq.flavors else ""
         lines = [
@@ -58,15 +60,17 @@ def report_message(report: QueueReport, api_version: str | None, team: str | Non
                 lines.append(f"    ◦ {blocks.plain(w.name)} waits {blocks.duration(p.waiting_seconds)}, asks {asks}{where}")
             if len(lq.pending) > 5:
                 lines.append(f"    ◦ … and {len(lq.pending) - 5} more pending")
-        out.append(blocks.section("\n".join(lines[:MAX_LINES])))
+        sections += [blocks.section(t) for t in fit_rows(lines[1:], max_sections=1, title=lines[0], hint=HINT)]
     context = [
         blocks.plain(wait_sentence(p, report.idle_elsewhere[p.workload.uid]))
         for p in report.pending
         if p.workload.uid in report.idle_elsewhere
     ]
+    tail: list[dict] = []
     if context:
-        out.append(blocks.section("*Idle elsewhere*\n" + "\n".join(f"• {c}" for c in context[:10])))
-    out.append(
+        rows = [f"• {c}" for c in context]
+        tail.append(blocks.section(fit_rows(rows, max_sections=1, title="*Idle elsewhere*", hint=HINT)[0]))
+    tail.append(
         blocks.context(
             f"Workloads read as {blocks.plain(api_version)} at {blocks.short_time(report.at)}. "
             "A pending Workload's ClusterQueue is its LocalQueue's spec.clusterQueue, its flavors those the ClusterQueue "
@@ -75,24 +79,33 @@ def report_message(report: QueueReport, api_version: str | None, team: str | Non
     )
     pending = len(report.pending)
     text = f"{title}: {pending} pending Workload(s) in {len(report.local_queues)} LocalQueue(s)"
-    return Message(text=text, blocks=out[:50])
+    out = fit_blocks([blocks.header(heading[: -len(where)] if where else heading, where)], sections, tail,
+                     lambda n: blocks.section(more_line(n, "more ClusterQueues", HINT)))
+    return Message(text=text, blocks=out)
 
 
 def fleet_message(answers: Sequence[tuple[str, Message | str]]) -> Message:
     """The answer of a bot of several clusters: each cluster's :func:`report_message` in turn,
     or, for a cluster that could not be read, a line saying why (``(cluster, why)``). Slack
-    takes 50 blocks per message: the later clusters' are cut first."""
+    takes 50 blocks per message: a cluster whose blocks no longer fit is left out whole and named
+    in a last line, with the command that shows it."""
     out: list[dict] = []
-    texts = []
+    texts, left_out = [], []
     for cluster, answer in answers:
         if isinstance(answer, str):
             line = f"Kueue queues in cluster {blocks.plain(cluster)}: I could not read the cluster: {blocks.plain(answer)}"
-            out.append(blocks.section(line))
-            texts.append(line)
+            part, text = [blocks.section(line)], line
         else:
-            out += answer.blocks
-            texts.append(answer.text)
-    return Message(text="; ".join(texts), blocks=out[:50])
+            part, text = answer.blocks, answer.text
+        if left_out or len(out) + len(part) > blocks.MESSAGE_BLOCKS - 1:
+            left_out.append(cluster)
+            continue
+        out += part
+        texts.append(text)
+    if left_out:
+        names = ", ".join(blocks.plain(c) for c in left_out)
+        out.append(blocks.section(f"… and {len(left_out)} more clusters ({names}): `/gpu queue --cluster {blocks.plain(left_out[0])}`"))
+    return Message(text="; ".join(texts), blocks=out)
 
 
 def handle(args: str, ctx: CommandContext) -> Reply:

@@ -22,10 +22,12 @@ from actions.text import plain
 from bot.chat.alert_snooze import DEFAULT_SNOOZE_SECONDS
 from bot.chat.alert_snooze import snooze as snooze_alert
 from bot.chat.approvals import Approvals
+from bot.chat.approve_all import request_ids as approve_all_ids
 from bot.chat.blocks.alerts import ALERT_SNOOZE, APPROVE_ALL, message_from_payload
 from bot.chat.blocks.proposals import BUTTON_ACTIONS
 from bot.chat.commands import CommandContext, dispatch
 from bot.chat.slack.deadline import deadline_respond
+from bot.chat.slack.home import HomeTab
 from bot.chat.slack.request_ids import slack_request_ids
 from bot.runtime.runtime import Runtime
 from bot.service.work import WorkerPool
@@ -67,7 +69,8 @@ def build_app(
     """A Bolt App answering ``/gpu`` and the buttons of ``bot.chat.blocks.proposals`` and
     ``bot.chat.blocks.alerts`` (an alert's Snooze holds follow-ups for ``alert_snooze_seconds``,
     default 4 h as ``alerts.snooze_seconds``), doing the work on ``work``'s pools (default: new
-    pools of 4 workers each).
+    pools of 4 workers each). The App Home (:mod:`bot.chat.slack.home`) is published when opened
+    and after each press, for the presser and the approvers of the request pressed.
     """
     # Socket Mode needs no signing secret: Slack's websocket is already authenticated.
     app = App(
@@ -82,6 +85,9 @@ def build_app(
     approvals = Approvals(rt)
     work = work or SlackWork()
     snooze_seconds = alert_snooze_seconds or DEFAULT_SNOOZE_SECONDS
+    # Published on the commands pool: a Home reads the spend, as a slash command does.
+    home = HomeTab(rt, client)
+    home.register(app, work.commands)
 
     def refused(pool: WorkerPool) -> str:
         return RESTARTING if pool.closed else BUSY
@@ -120,8 +126,10 @@ def build_app(
             outcome = approvals.press_button(action_id, value, user)
             # Quoted: they are what the payload said, whatever someone put there.
             log.info("press %r on #%r by %r: %s", action_id, value, user, outcome.message)
-            if not outcome.ok:
+            # A press on the Home has no response_url: its answer is shown on the Home.
+            if not outcome.ok and body.get("response_url"):
                 _ephemeral(respond, outcome.message)
+            home.after_press(user, value, outcome.message)
 
         ack()
         if not work.presses.submit(press, on_cancel=lambda: _ephemeral(respond, RESTARTING)):
@@ -134,13 +142,14 @@ def build_app(
 
         def press() -> None:
             try:
-                ids = [int(v) for v in str(value).split(",") if v]
+                ids = approve_all_ids(rt.store, value)
             except ValueError:
-                _ephemeral(respond, f"This button carries no request ids ({plain(value)}).")
+                _ephemeral(respond, f"This button carries no request ids ({plain(str(value)[:100])}).")
                 return
             outcome = approvals.approve_all(ids, user)
             log.info("approve all %s by %s: %s", ids, user, outcome.message)
             _ephemeral(respond, outcome.message)
+            home.after_press(user, None, outcome.message)
 
         ack()
         if not work.presses.submit(press, on_cancel=lambda: _ephemeral(respond, RESTARTING)):
@@ -160,6 +169,7 @@ def build_app(
             log.info("alert snooze on #%s by %s: %s", alert_id, user, outcome.message)
             if not outcome.ok:
                 _ephemeral(respond, outcome.message)
+            home.after_press(user, None, outcome.message)
 
         ack()
         if not work.presses.submit(press, on_cancel=lambda: _ephemeral(respond, RESTARTING)):

@@ -45,7 +45,10 @@ def slack_request_ids(body: dict, next: Callable[[], Any]) -> Any:  # noqa: A002
     _log.info(
         "slack %s", body.get("command") or body.get("type") or "request",
         extra={
-            "slack_user": body.get("user_id") or (body.get("user") or {}).get("id"),
+            # A slash command's user_id, an interaction's user.id (a message's or the Home's),
+            # an Events API envelope's event.user (app_home_opened).
+            "slack_user": body.get("user_id") or (body.get("user") or {}).get("id")
+            or (body.get("event") or {}).get("user"),
             **({"actions": actions} if actions else {}),
             **({"http_request_id": outer} if outer else {}),
         },

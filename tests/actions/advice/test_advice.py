@@ -7,6 +7,7 @@ feed, 2026-08-10) = $2.4367 per GPU-hour to 4 decimals."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -242,7 +243,10 @@ def test_slash_gpu_advise_for_a_team_shows_each_advice_with_evidence_and_prices(
     assert "GPU advice for team research: could save $59,439.77/month" in text  # 30,134.40 + 25,000.46 + 4,304.91
     assert text.index("Fewer GPUs") < text.index("Spot") < text.index("MIG profile")
     assert "MIG 1g.10gb" in text and "peak framebuffer used (DCGM_FI_DEV_FB_USED) 6.0 GiB (6,144 MiB)" in text
-    assert "spot bundled catalog: AWS EC2 spot price" in text and "as of 2026-08-10" in text
+    # Each price cites its source by number; each source is written once, at the end.
+    spot = re.search(r"\[(\d+)\] bundled catalog: AWS EC2 spot price[^|]*as of 2026-08-10", text)
+    assert spot and f"spot [{spot.group(1)}]" in text
+    assert text.count("bundled catalog: AWS EC2 spot price") == 1
     assert "steady" not in text
     # Typed as people ask: the filler around the team name is read past.
     asked = text_of(dispatch("advise for team research please?", CommandContext(user="U1", prices=rt.prices, rt=rt)))
@@ -380,17 +384,17 @@ def test_new_advice_is_posted_to_each_team_once_and_again_only_when_it_changes(a
     out = io.StringIO()
     job = AdviceJob(store, ConsoleChat(out, clock=lambda: ADVISE_AT), teams, rt.advice)
     # The idle reservation is the cluster admins' advice, and this config gives them no channel.
-    assert job.run(ADVISE_AT) == {"posted": 4, "repeated": 0, "no-channel": 1, "requests": 0, "silenced": 0}
+    assert job.run(ADVISE_AT) == {"posted": 4, "repeated": 0, "held": 0, "no-channel": 1, "requests": 0, "silenced": 0}
     first = out.getvalue()
     assert "C0RESEARCH" in first and "C0STEADY" in first and "could save $59,439.77/month" in first
     # Nothing changed: nothing is posted, here or by another replica sharing the store.
     again = AdviceJob(store, ConsoleChat(io.StringIO()), teams, rt.advice)
-    assert again.run(ADVISE_AT) == {"posted": 0, "repeated": 4, "no-channel": 1, "requests": 0, "silenced": 0}
+    assert again.run(ADVISE_AT) == {"posted": 0, "repeated": 4, "held": 0, "no-channel": 1, "requests": 0, "silenced": 0}
     # Spot interrupted every 3 h instead of 4: the spot advice changed, and only it is posted.
     rt.advice_setup = AdviceSetup(rt.advice_setup.history, POLICY.model_copy(update={"interruption_hours": 3.0}))
     out3 = io.StringIO()
     changed = AdviceJob(store, ConsoleChat(out3), teams, rt.advice)
-    assert changed.run(ADVISE_AT) == {"posted": 1, "repeated": 3, "no-channel": 1, "requests": 0, "silenced": 0}
+    assert changed.run(ADVISE_AT) == {"posted": 1, "repeated": 3, "held": 0, "no-channel": 1, "requests": 0, "silenced": 0}
     assert "run Job research/pretrain" in out3.getvalue() and "sweep" not in out3.getvalue()
 
 
@@ -407,3 +411,34 @@ def test_report_json_without_a_cluster_to_read_says_why_advice_is_missing_and_st
     assert data["advice"] is None and data["could_save_usd_per_month"] is None
     assert "kube" in data["advice_unavailable"].lower()
     assert not any("advice" in w for w in data["warnings"])
+
+
+def test_a_job_without_dcgm_history_is_named_and_given_no_advice_not_even_spot(advice_prometheus, tmp_path):
+    from typer.testing import CliRunner
+
+    from bot.cli.main import app
+    from tests.support.advice_fleet import _node, _owner, _pod, cluster_items
+
+    # research/nightly: an on-demand batch/v1 Job that restarts cleanly (backoffLimit defaults to 6,
+    # Kubernetes API reference, Job v1) on its own 8-H100 node, but dcgm-exporter never exported its
+    # GPUs: a spot saving would be priced on GPU-hours nobody measured.
+    items = [*cluster_items(), _node("nl-1"),
+             {"apiVersion": "batch/v1", "kind": "Job", "spec": {}, "metadata": {
+                 "name": "nightly", "namespace": "research", "uid": "uid-Job-research-nightly",
+                 "creationTimestamp": "2026-10-30T00:00:00Z"}},
+             _pod("research", "nightly-q8r7t", "nl-1", 8, _owner("batch/v1", "Job", "research", "nightly"),
+                  labels={"batch.kubernetes.io/job-name": "nightly"})]
+    config, dump = tmp_path / "bot.yaml", tmp_path / "cluster.json"
+    config.write_text(CONFIG)
+    dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    out = CliRunner().invoke(app, ["advise", "--json", "--config", str(config), "--prometheus-url", advice_prometheus,
+                                   "--cluster-state", str(dump), "--at", "2026-11-30T00:30:00Z"])
+    assert out.exit_code == 3, out.output
+    data = json.loads(out.stdout)
+    assert data["warnings"] == ["1 of 7 GPU consumers have no DCGM history in the window (Job research/nightly): "
+                                "no advice for them"]
+    assert not [a for a in data["advice"] if "nightly" in a["subject"]]
+    # The rest is the advice of the fleet without it, to the cent.
+    assert [(a["kind"], a["saving_usd_per_month"]) for a in data["advice"]] == [
+        ("commitment", 32143.36), ("fewer-gpus", 30134.40), ("spot", 25000.46), ("reserved-idle", 12053.76),
+        ("mig", 4304.91)]

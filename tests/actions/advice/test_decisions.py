@@ -56,6 +56,8 @@ def test_no_spot_for_what_is_on_spot_already_reserved_a_notebook_or_a_job_that_d
     assert advise_consumer(job(role="notebook"), SEED, policy) == []
     assert advise_consumer(job(role="serving"), SEED, policy) == []
     assert advise_consumer(job(restarts_cleanly=None), SEED, policy) == []
+    # No DCGM history in the window: its GPU-hours, so any saving, are unknown.
+    assert advise_consumer(job(gpu_hours=None), SEED, policy) == []
     # Checkpoints so sparse that no work survives an interruption: no spot either.
     sparse = job(annotations={"gpu-cost-bot/interruption-interval": "1h", "gpu-cost-bot/checkpoint-interval": "3h"})
     assert advise_consumer(sparse, SEED, policy) == []
@@ -240,9 +242,11 @@ def test_the_advice_message_keeps_to_slacks_block_limits_and_escapes_names():
                   [], BUNDLED, AdvicePolicy())
     at = datetime(2026, 11, 30, 0, 30, tzinfo=timezone.utc)
     message = advice_message(recs, could_save(recs), at, "ml")
-    # Slack: at most 50 blocks a message (REFERENCE, Block Kit limits); 15 shown, 2 blocks each.
-    assert len(message.blocks) == 1 + 15 * 2 + 1 <= 50
-    assert "25 more not shown" in message.blocks[-1]["elements"][0]["text"]
+    # Slack: at most 50 blocks a message (REFERENCE, Block Kit limits); 15 shown, 2 blocks each,
+    # then the count and the price sources, each written once.
+    assert len(message.blocks) == 1 + 15 * 2 + 2 <= 50
+    assert "25 more not shown" in message.blocks[-2]["elements"][0]["text"]
+    assert message.blocks[-1]["elements"][0]["text"].startswith("Price sources: [1] bundled catalog")
     assert all(len(b["text"]["text"]) <= 3000 for b in message.blocks if b["type"] == "section")
     assert "<!channel>" not in str(message.blocks) and "&lt;!channel&gt;" in str(message.blocks)
     lines = could_save_lines(recs, could_save(recs))

@@ -240,3 +240,14 @@ def test_a_scale_to_zero_whose_answer_never_came_is_settled_done_with_the_count_
         assert Proposals(rt).settle(rt.clock.now) == {"done": 1}
         assert json.loads(rt.store.get(req.id).undo_json)["replicas_before"] == 2
         assert Approvals(rt).restore(req.id, APPROVER).ok and case.restored(fake)
+
+
+@pytest.mark.parametrize("server, name, target", [("", "alice", "alice/"), ("gpu", "alice/gpu", "alice/gpu")])
+def test_a_jupyterhub_server_is_named_as_people_know_it(server, name, target, sqlite_url):
+    # kubespawner 7.1.0: the default server's pod has an empty servername label and no annotation.
+    objects, pods = shapes.jupyterhub_server("alice", server)
+    with FakeKubeApi([shapes.node(), shapes.namespace(), *objects]) as fake:
+        (f,) = runtime(fake, sqlite_url, [telemetry(pods)]).detect(NOW)
+    assert (f.consumer_kind, f.name, f.action.target.name) == ("JupyterHub", name, target)
+    assert f.subject.startswith(f"JupyterHub {shapes.NS}/{name}") and f"{shapes.NS}/{name}/" not in f.subject
+    assert ("default server of alice" if not server else "server 'gpu' of alice") in f.action.summary

@@ -6,6 +6,7 @@ proposal that frees enough idle GPUs for a waiting Workload, approved with one p
 from __future__ import annotations
 
 import io
+import re
 from datetime import timedelta
 
 from actions.executors.kubernetes import KubernetesWriter
@@ -18,6 +19,7 @@ from actions.sources.kube.reader import KubernetesSource
 from actions.sources.recording import RecordedTelemetry
 from actions.store.database import Store
 from bot.chat.approvals import Approvals
+from bot.chat.approve_all import request_ids as approve_all_ids
 from bot.chat.commands import CommandContext, dispatch
 from bot.chat.console import ConsoleChat
 from bot.chat.proposals import Proposals
@@ -100,11 +102,12 @@ def test_position_flavor_and_the_proposal_that_frees_enough(sqlite_url):
         assert job.run(NOW)["posted"] == 3  # two queue waits, and the idle on-demand H100s
         posted = out.getvalue()
         assert "Approve these 2 notebooks (8 idle H100, $55.04/h) and ml/job-train-llm-1a2b3 (asks 8 H100) can be admitted" in posted
-        assert "[approve-all 1,2]" in posted
+        # The button names its alert; the store holds the requests it approves together.
+        (value,) = [v for v in re.findall(r"\[approve-all (alert:\d+)\]", posted) if approve_all_ids(store, v) == [1, 2]]
         assert "Position: 2nd in ClusterQueue gpu-cq" in posted
 
         clock.now = NOW + timedelta(minutes=5)
-        outcome = Approvals(rt).approve_all([1, 2], APPROVER)
+        outcome = Approvals(rt).approve_all(approve_all_ids(store, value), APPROVER)
         assert outcome.ok, outcome.message
         for name in ("explore-a", "explore-b"):
             assert STOPPED_ANNOTATION in fake.get("Notebook", shapes.NS, name)["metadata"]["annotations"]

@@ -386,7 +386,7 @@ def test_the_advice_job_posts_the_advice_and_a_request_only_for_what_a_patch_can
     result = AdviceResult(rt.clock(), (mig, advice_only), (), (), 0.0)
     job = AdviceJob(rt.store, rt.chat, rt.teams, lambda at, team: result,
                     propose=Proposals(rt).propose_advice, window_seconds=WEEK)
-    assert job.run(rt.clock()) == {"posted": 2, "repeated": 0, "no-channel": 0, "requests": 1, "silenced": 0}
+    assert job.run(rt.clock()) == {"posted": 2, "repeated": 0, "held": 0, "no-channel": 0, "requests": 1, "silenced": 0}
     [req] = rt.store.list_requests()
     assert req.key == mig.key and req.target_kind == "Notebook"
     posted = [m["text"] for m in slack.messages(CHANNEL).values()]
@@ -435,7 +435,7 @@ def test_snooze_keeps_one_piece_of_advice_quiet_until_it_ends_then_asks_again(da
     [mig] = [r for r in advise_consumer(usage(), BUNDLED, AdvicePolicy()) if r.kind == "mig"]
     other = _other_consumer()
     assert _job(rt, [mig, other]).run(rt.clock()) == {
-        "posted": 2, "repeated": 0, "no-channel": 0, "requests": 2, "silenced": 0}
+        "posted": 2, "repeated": 0, "held": 0, "no-channel": 0, "requests": 2, "silenced": 0}
     req = next(r for r in rt.store.list_requests() if r.key == mig.key)
     message = slack.messages(CHANNEL)[req.message_ts]
     assert buttons(message) == ["gpu_approve", "gpu_snooze", "gpu_exempt", "gpu_deny"]
@@ -446,7 +446,7 @@ def test_snooze_keeps_one_piece_of_advice_quiet_until_it_ends_then_asks_again(da
     # The notebook's use moved: new advice, but snoozed, so neither posted nor claimed.
     moved = replace(mig, saving_usd_per_month=mig.saving_usd_per_month - 500)
     assert _job(rt, [moved, other]).run(rt.clock()) == {
-        "posted": 0, "repeated": 1, "no-channel": 0, "requests": 0, "silenced": 1}
+        "posted": 0, "repeated": 1, "held": 0, "no-channel": 0, "requests": 0, "silenced": 1}
 
     rt.clock.now += timedelta(hours=4, minutes=1)  # the policy's snooze_seconds: 4 h
     Proposals(rt).reconcile([], rt.clock())
@@ -473,7 +473,7 @@ def test_exempt_keeps_every_piece_of_advice_on_the_consumer_quiet_until_it_ends(
     assert Approvals(rt).exempt(request_id, APPROVER).ok
     assert rt.store.get(request_id).state == "exempt"
     assert _job(rt, [mig, spot, other]).run(rt.clock()) == {
-        "posted": 1, "repeated": 0, "no-channel": 0, "requests": 1, "silenced": 2}
+        "posted": 1, "repeated": 0, "held": 0, "no-channel": 0, "requests": 1, "silenced": 2}
     posted = "\n".join(m["text"] + json.dumps(m["blocks"]) for m in slack.messages(CHANNEL).values()
                        if m["text"].startswith("GPU advice"))
     assert "cell-bursts" in posted and "run it on spot" not in posted
@@ -483,7 +483,7 @@ def test_exempt_keeps_every_piece_of_advice_on_the_consumer_quiet_until_it_ends(
     assert rt.store.get(request_id).state == "superseded"
     # Exemption over: the consumer's advice is posted again, and its right-sizing asked again.
     assert _job(rt, [mig, spot, other]).run(rt.clock()) == {
-        "posted": 2, "repeated": 1, "no-channel": 0, "requests": 1, "silenced": 0}
+        "posted": 2, "repeated": 1, "held": 0, "no-channel": 0, "requests": 1, "silenced": 0}
 
 
 def test_mig_under_the_single_strategy_keeps_one_gpu_and_pins_the_product_then_restores(fake, writer):

@@ -67,3 +67,13 @@ def test_durations_and_money_read_naturally():
     assert proposals.duration(93784) == "1d 2h"
     assert proposals.duration(5400) == "1h 30m"
     assert proposals.usd(8064) == "$8,064.00"
+
+
+def test_the_console_shows_mrkdwn_as_a_terminal_reads_it():
+    from bot.runtime.chat import Message
+
+    text = (":warning: *Budget* of <!subteam^S0PLAT> at 80%: see <https://grafana.example/d/gpu|the dashboard>, "
+            "asked by <@U0ALICE>\n```\nteam      cost\nresearch  $1.00\n```\nSQLite :memory: stays")
+    shown = to_text(Message(text=text))
+    assert shown == ("⚠️ Budget of @group:S0PLAT at 80%: see the dashboard (https://grafana.example/d/gpu), asked by "
+                     "@U0ALICE\nteam      cost\nresearch  $1.00\nSQLite :memory: stays")

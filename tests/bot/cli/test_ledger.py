@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import yaml
 from typer.testing import CliRunner
 
 from bot.cli.main import app
+from tests.support.prometheus_server import running_prometheus
+from tests.support.scaled_to_zero import scaled_to_zero_openmetrics
 from tests.support.usage_history import PRICES, SPOT_NODE, TEAMS
 
 pytestmark = pytest.mark.prometheus
@@ -112,3 +115,79 @@ def test_a_report_from_a_new_empty_ledger_says_every_hour_is_missing(tmp_path, u
     data = json.loads(r.output[: r.output.rindex("}") + 1])
     assert data["source"]["missing_hours"] == 24 and data["teams"]["research"]["gpu_hours"] == 0
     assert "warning: the usage ledger does not hold 24 of the 24 hours" in r.output
+
+
+@pytest.fixture(scope="module")
+def scaled_prometheus(tmp_path_factory) -> Iterator[str]:
+    """A real Prometheus holding tests/support/scaled_to_zero.py: GPU nodes scaled to zero between jobs."""
+    with running_prometheus(scaled_to_zero_openmetrics(), tmp_path_factory.mktemp("scaled-prometheus")) as url:
+        yield url
+
+
+def test_hours_without_any_gpu_are_complete_and_an_hour_with_gpus_but_no_dcgm_is_not(tmp_path, scaled_prometheus):
+    config = _config(tmp_path, scaled_prometheus, teams=[{"name": "ml", "namespaces": ["ml"]}])
+    filled = runner.invoke(app, ["ledger", "backfill", "--config", str(config), "--since", "2026-11-10",
+                                 "--until", "2026-11-10T09:00:00Z"])
+    assert filled.exit_code == 0, filled.output
+    assert "filled 9 hour(s) of cluster eu-1" in filled.output
+    status = runner.invoke(app, ["ledger", "status", "--config", str(config), "--since", "2026-11-10",
+                                 "--at", "2026-11-10T09:00:00Z", "--json"])
+    s = json.loads(status.output)
+    # 00-02 with GPUs and DCGM, 02-05 and 06-09 with no GPU at all: filled. 05-06: a GPU, no DCGM.
+    assert s["hours"] == {"filled": 8, "partial": 1, "empty": 0} and s["missing_hours"] == 0
+    [partial] = s["partial"]
+    assert partial["hour"] == "2026-11-10T05:00:00Z" and "holds no DCGM series" in partial["detail"]
+
+    def report(*args: str):
+        r = runner.invoke(app, ["report", "--config", str(config), "--json", *args])
+        return r, json.loads(r.stdout[: r.stdout.rindex("}") + 1])
+
+    # The GPU job and the hours scaled to zero after it: whole, no warning.
+    r, data = report("--source", "ledger", "--period", "5h", "--at", "2026-11-10T05:00:00Z")
+    assert r.exit_code == 0, r.output
+    assert data["warnings"] == [] and "warning:" not in r.output
+    # 8 H100s x 2 h at $55.04 / 8 per GPU-hour (p5.48xlarge on-demand).
+    assert round(data["teams"]["ml"]["gpu_hours"], 6) == 16 and round(data["teams"]["ml"]["cost_usd"], 2) == 110.08
+    # auto, hours scaled to zero at either end read live from Prometheus: no DCGM series, none missing.
+    r, data = report("--period", "2h", "--at", "2026-11-10T08:20:00Z")
+    assert r.exit_code == 0, r.output
+    assert data["warnings"] == [] and data["source"]["prometheus"] == [
+        ["2026-11-10T06:20:00Z", "2026-11-10T07:00:00Z"], ["2026-11-10T08:00:00Z", "2026-11-10T08:20:00Z"]]
+    # The hour a GPU ran without dcgm-exporter stays incomplete.
+    r, data = report("--source", "ledger", "--period", "9h", "--at", "2026-11-10T09:00:00Z")
+    assert r.exit_code == 3, r.output
+    assert data["warnings"] == ["1 hour(s) of this period were rolled up with incomplete data "
+                                "(see `gpu-cost-bot ledger status`)"]
+    assert round(data["teams"]["ml"]["gpu_hours"], 6) == 17
+
+
+def test_auto_reads_a_backfilled_ledger_without_ledger_enabled_and_says_so(tmp_path, usage_prometheus):
+    config = _config(tmp_path, usage_prometheus, ledger={"enabled": False})
+    at = ["--period", "1d", "--at", "2026-11-20T00:00:00Z"]
+    # No ledger yet: auto reads Prometheus and makes no database file for it.
+    r = _report(tmp_path, config, *at)
+    assert r.exit_code == 0, r.output
+    assert "source" not in json.loads(r.output) and not (tmp_path / "bot.db").exists()
+    direct = json.loads(r.output)
+
+    filled = runner.invoke(app, ["ledger", "backfill", "--config", str(config), "--since", "2026-11-19",
+                                 "--until", "2026-11-20T00:00:00Z"])
+    assert filled.exit_code == 0, filled.output
+    r = _report(tmp_path, config, *at)
+    assert r.exit_code == 0, r.output
+    mine = json.loads(r.output)
+    assert mine.pop("source") == {"ledger": [["2026-11-19T00:00:00Z", "2026-11-20T00:00:00Z"]], "prometheus": [],
+                                  "missing": [], "missing_hours": 0}
+    assert mine == direct  # the same report, to the cent
+    text = runner.invoke(app, ["report", "--config", str(config), "--cluster-state", str(tmp_path / "cluster.json"),
+                               *at])
+    assert text.exit_code == 0, text.output
+    assert "usage: 24 hour(s) from the usage ledger" in text.stderr and "GPU cost" in text.stdout
+    # A period the backfill did not fill: nothing keeps this ledger, so Prometheus answers it whole.
+    r = _report(tmp_path, config, "--period", "1d", "--at", "2026-11-21T00:00:00Z")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["source"] == {
+        "ledger": [], "prometheus": [["2026-11-20T00:00:00Z", "2026-11-21T00:00:00Z"]], "missing": [], "missing_hours": 0}
+    text = runner.invoke(app, ["report", "--config", str(config), "--cluster-state", str(tmp_path / "cluster.json"),
+                               "--period", "1d", "--at", "2026-11-21T00:00:00Z"])
+    assert "usage: read from Prometheus (the usage ledger does not hold this period)" in text.stderr

@@ -30,6 +30,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, NamedTuple
 from urllib.parse import parse_qsl, urlsplit
 
+from tests.support.fakes.block_kit import VIEW_BLOCKS, blocks_errors, message_error
+
 BOT_USER_ID = "UBOT"
 BOT_ID = "BBOT"
 APP_ID = "A0GPUCOST"
@@ -75,6 +77,10 @@ class FakeSlack:
         ephemerals: params dict of each accepted chat.postEphemeral, plus its ``message_ts``.
         uploads: ``{file_id: bytes}`` received at upload URLs.
         files: ``{file_id: file object}`` shared by files.completeUploadExternal.
+        home_views: ``{user_id: view}``, each user's App Home as views.publish last set it.
+        refused: ``(response name, Slack's error answer)`` of response_url posts refused for
+            breaking Block Kit's limits (:mod:`tests.support.fakes.block_kit`); Web API methods
+            answer such a message ``invalid_blocks`` (or ``msg_too_long``) and do not keep it.
     """
 
     def __init__(self) -> None:
@@ -85,6 +91,8 @@ class FakeSlack:
         self.ephemerals: list[JSONDict] = []
         self.uploads: dict[str, bytes] = {}
         self.files: dict[str, JSONDict] = {}
+        self.refused: list[tuple[str, JSONDict]] = []
+        self.home_views: dict[str, JSONDict] = {}
         self._responses: list[tuple[str, JSONDict]] = []
         self._messages: dict[str, dict[str, JSONDict]] = defaultdict(dict)
         self._pending_uploads: dict[str, JSONDict] = {}
@@ -258,6 +266,8 @@ def _post_message(fake: FakeSlack, params: JSONDict) -> JSONDict:
     fields = _message_fields(params)
     if not any(fields.get(k) for k in ("text", "blocks", "attachments")):
         return {"ok": False, "error": "no_text"}
+    if refused := message_error(fields):
+        return refused
     ts = fake._next_ts()
     message: JSONDict = {
         "type": "message",
@@ -280,6 +290,8 @@ def _update(fake: FakeSlack, params: JSONDict) -> JSONDict:
     message = fake._messages.get(channel or "", {}).get(ts or "")
     if message is None:
         return {"ok": False, "error": "message_not_found"}
+    if refused := message_error(_message_fields(params)):
+        return refused
     message.update(_message_fields(params))
     message["edited"] = {"user": BOT_USER_ID, "ts": fake._next_ts()}
     return {"ok": True, "channel": channel, "ts": ts, "text": message.get("text", ""), "message": dict(message)}
@@ -293,6 +305,8 @@ def _post_ephemeral(fake: FakeSlack, params: JSONDict) -> JSONDict:
     fields = _message_fields(params)
     if not any(fields.get(k) for k in ("text", "blocks", "attachments")):
         return {"ok": False, "error": "no_text"}
+    if refused := message_error(fields):
+        return refused
     message_ts = fake._next_ts()
     fake.ephemerals.append({**params, **fields, "message_ts": message_ts})
     return {"ok": True, "message_ts": message_ts}
@@ -440,8 +454,33 @@ def _mimetype(name: str) -> str:
     }.get(ext, "application/octet-stream")
 
 
+def _views_publish(fake: FakeSlack, params: JSONDict) -> JSONDict:
+    """views.publish (docs.slack.dev/reference/methods/views.publish): ``user_id`` and ``view``
+    (a JSON string in a form body) of ``type: home``, its blocks within Block Kit's limits for a
+    view; kept in ``home_views`` under a view id that stays the user's, and answered as Slack
+    answers, the published view with its ``id``, ``hash`` and ``app_id``."""
+    user, view = params.get("user_id"), _as_json(params.get("view"))
+    if not user:
+        return {"ok": False, "error": "invalid_arguments", "response_metadata": {"messages": ["invalid `user_id`"]}}
+    if not isinstance(view, dict) or view.get("type") != "home":
+        return {"ok": False, "error": "invalid_arguments", "response_metadata": {"messages": ["invalid `view`"]}}
+    if errors := blocks_errors(view.get("blocks"), VIEW_BLOCKS):
+        return {"ok": False, "error": "invalid_blocks", "errors": errors}
+    view_id = fake.home_views.get(user, {}).get("id") or f"V0{len(fake.home_views) + 1:09d}"
+    published = {
+        "id": view_id, "team_id": TEAM_ID, "type": "home", "close": None, "submit": None,
+        "blocks": view.get("blocks") or [], "private_metadata": view.get("private_metadata", ""),
+        "callback_id": view.get("callback_id", ""), "state": {"values": {}}, "hash": fake._next_ts(),
+        "clear_on_close": False, "notify_on_close": False, "root_view_id": view_id, "previous_view_id": None,
+        "app_id": APP_ID, "external_id": view.get("external_id", ""), "bot_id": BOT_ID,
+    }
+    fake.home_views[user] = published
+    return {"ok": True, "view": dict(published)}
+
+
 _METHODS: dict[str, Callable[[FakeSlack, JSONDict], JSONDict]] = {
     "auth.test": _auth_test,
+    "views.publish": _views_publish,
     "chat.postMessage": _post_message,
     "chat.update": _update,
     "chat.postEphemeral": _post_ephemeral,
@@ -521,8 +560,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _response_url(self, name: str, raw: bytes) -> None:
         payload = json.loads(raw.decode("utf-8")) if raw else {}
+        refused = message_error(payload)
         with self.fake._lock:
-            self.fake._responses.append((name, payload))
+            if refused:
+                # Not shown, so not among ``responses``; tests read why in ``refused``.
+                self.fake.refused.append((name, refused))
+            else:
+                self.fake._responses.append((name, payload))
+        if refused:
+            self._send_json(400, refused)
+            return
         self._send(200, b"ok", "text/html")
 
     def _send_json(self, status: int, body: JSONDict, extra_headers: dict[str, str] | None = None) -> None:

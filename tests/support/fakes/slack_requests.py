@@ -163,6 +163,63 @@ def block_actions_body(
     return urlencode({"payload": json.dumps(payload, separators=(",", ":"))})
 
 
+def app_home_opened_body(
+    user_id: str, *, tab: str = "home", channel_id: str = "D0BOTDM", team_id: str = "T1",
+    view: dict[str, Any] | None = None,
+) -> str:
+    """The JSON body of an Events API ``event_callback`` carrying ``app_home_opened``
+    (docs.slack.dev/reference/events/app_home_opened): ``event`` {type, user, channel (the app's
+    DM with the user), tab (``home`` or ``messages``), event_ts, and ``view`` once a Home was
+    published}, in the envelope of docs.slack.dev/apis/events-api (token, team_id, api_app_id,
+    type, event_id, event_time)."""
+    now = time.time()
+    event: dict[str, Any] = {
+        "type": "app_home_opened", "user": user_id, "channel": channel_id, "tab": tab,
+        "event_ts": f"{int(now)}.{int(now * 1e6) % 1_000_000:06d}",
+    }
+    if view is not None:
+        event["view"] = view
+    return json.dumps({
+        "token": VERIFICATION_TOKEN, "team_id": team_id, "api_app_id": API_APP_ID, "event": event,
+        "type": "event_callback", "event_id": f"Ev0{next(_TRIGGERS):09d}", "event_time": int(now),
+    })
+
+
+def view_block_actions_body(
+    action_id: str, value: str, user_id: str, view: dict[str, Any], block_id: str = "actions", *,
+    team_id: str = "T1", button_text: str = "Click",
+) -> str:
+    """The form body ``payload=<json>`` of a button click in a published view, the App Home
+    (docs.slack.dev/reference/interaction-payloads/block_actions-payload): ``container`` {type:
+    view, view_id}, the ``view`` as published (its id, type, blocks, hash, ...) instead of a
+    ``message``, and no ``channel`` nor ``response_url``; the rest as :func:`block_actions_body`."""
+    button_label = {"type": "plain_text", "text": button_text, "emoji": True}
+    user_name = user_id.lower()
+    payload = {
+        "type": "block_actions",
+        "user": {"id": user_id, "username": user_name, "name": user_name, "team_id": team_id},
+        "api_app_id": API_APP_ID,
+        "token": VERIFICATION_TOKEN,
+        "container": {"type": "view", "view_id": view["id"]},
+        "trigger_id": _trigger_id(f"{action_id} {value} {user_id} {view['id']}"),
+        "team": {"id": team_id, "domain": TEAM_DOMAIN},
+        "enterprise": None,
+        "is_enterprise_install": False,
+        "view": view,
+        "actions": [
+            {
+                "action_id": action_id,
+                "block_id": block_id,
+                "text": button_label,
+                "value": value,
+                "type": "button",
+                "action_ts": f"{int(time.time())}.{int(time.time() * 1e6) % 1_000_000:06d}",
+            }
+        ],
+    }
+    return urlencode({"payload": json.dumps(payload, separators=(",", ":"))})
+
+
 def post_to_app(url: str, signing_secret: str, body: str, *, timestamp: int | None = None) -> tuple[int, str]:
     """POST ``body`` signed with ``signing_secret`` to ``url`` over HTTP; returns ``(status, body)``.
 
