@@ -17,7 +17,8 @@ from datetime import datetime
 from actions.advice.request import RIGHT_SIZE
 from actions.model.findings import Finding
 from actions.text import gpu_amount
-from bot.chat.blocks import SECTION_CHARS, context, duration, header, plain, section, short_time, usd
+from bot.chat.blocks import context, duration, header, plain, section, short_time, usd
+from bot.chat.blocks.fit import fit_rows
 from bot.chat.blocks.proposals import TITLES, RequestStatus, buttons_for, status_line
 
 MAX_BLOCKS = 100  # Slack's limit on a Home tab view's blocks
@@ -84,15 +85,9 @@ class HomeData:
 
 def _lines(title: str, lines: list[str], empty: str) -> dict:
     """A section of ``title`` and ``lines``, whole lines only within Slack's 3000 characters."""
-    text = title
-    for i, line in enumerate(lines):
-        more = f"\n… and {len(lines) - i} more"
-        if len(text) + 1 + len(line) + len(more) > SECTION_CHARS:
-            text += more
-            break
-        text += "\n" + line
     if not lines:
-        text += "\n" + empty
+        return section(f"{title}\n{empty}")
+    [text] = fit_rows(lines, max_sections=1, title=title, hint=None)
     return section(text)
 
 

@@ -30,6 +30,7 @@ class HomeTab:
 
     def __init__(self, rt: Runtime, client: WebClient):
         self.rt, self.client = rt, client
+        self._pool: WorkerPool | None = None
 
     def publish(self, user: str, notice: str = "") -> bool:
         """Publish ``user``'s Home (a Slack user id; ``notice`` the answer to their last press).
@@ -46,10 +47,18 @@ class HomeTab:
     def after_press(self, user: str, value: str | None, notice: str = "") -> None:
         """Refresh the Home of ``user``, who just pressed a button carrying ``value`` (a request id,
         or anything else), with ``notice``; then those of the approvers of that request's team.
-        Never raises."""
-        self.publish(user, notice)
-        for other in sorted(self._approvers(value) - {user})[:MAX_APPROVERS]:
-            self.publish(other)
+        On the pool :meth:`register` was given, when there is one: each Home reads the spend, and
+        the press worker must be free for the next press. Never raises."""
+
+        def refresh() -> None:
+            self.publish(user, notice)
+            for other in sorted(self._approvers(value) - {user})[:MAX_APPROVERS]:
+                self.publish(other)
+
+        if self._pool is None:
+            refresh()
+        elif not self._pool.submit(refresh):
+            log.warning("homes after a press by %r not refreshed: the pool is full or shutting down", user)
 
     def _approvers(self, value: str | None) -> set[str]:
         try:
@@ -65,7 +74,9 @@ class HomeTab:
 
     def register(self, app: App, pool: WorkerPool) -> None:
         """Answer ``app_home_opened`` on ``app``: acknowledge at once, publish on ``pool`` (a full
-        pool leaves the Home as it was, logged). The Messages tab is left alone."""
+        pool leaves the Home as it was, logged), where the refreshes after a press run too. The
+        Messages tab is left alone."""
+        self._pool = pool
 
         @app.event("app_home_opened")
         def home_opened(ack, event):
