@@ -149,18 +149,18 @@ def block_actions_body(
         },
         "state": {"values": {}},
         "response_url": response_url,
-        "actions": [
-            {
-                "action_id": action_id,
-                "block_id": block_id,
-                "text": button_label,
-                "value": value,
-                "type": "button",
-                "action_ts": f"{int(time.time())}.{int(time.time() * 1e6) % 1_000_000:06d}",
-            }
-        ],
+        "actions": [_button_action(action_id, block_id, button_label, value)],
     }
     return urlencode({"payload": json.dumps(payload, separators=(",", ":"))})
+
+
+def _button_action(action_id: str, block_id: str, label: dict[str, Any], value: str) -> dict[str, Any]:
+    """One pressed button as a block_actions payload's ``actions[]`` entry."""
+    now = time.time()
+    return {
+        "action_id": action_id, "block_id": block_id, "text": label, "value": value, "type": "button",
+        "action_ts": f"{int(now)}.{int(now * 1e6) % 1_000_000:06d}",
+    }
 
 
 def app_home_opened_body(
@@ -206,16 +206,7 @@ def view_block_actions_body(
         "enterprise": None,
         "is_enterprise_install": False,
         "view": view,
-        "actions": [
-            {
-                "action_id": action_id,
-                "block_id": block_id,
-                "text": button_label,
-                "value": value,
-                "type": "button",
-                "action_ts": f"{int(time.time())}.{int(time.time() * 1e6) % 1_000_000:06d}",
-            }
-        ],
+        "actions": [_button_action(action_id, block_id, button_label, value)],
     }
     return urlencode({"payload": json.dumps(payload, separators=(",", ":"))})
 
