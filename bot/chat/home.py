@@ -20,8 +20,8 @@ from actions.alerts.budgets import month_end_forecast, month_progress
 from actions.policy.teams import ADMIN_TEAM
 from actions.store.requests import ActionRequest
 from bot.chat.blocks.home import HomeData, HomeRequest, PostedAdvice, TeamSpend
-from bot.chat.blocks.proposals import RequestStatus
 from bot.chat.failures import explain
+from bot.chat.messages import status_of
 from bot.chat.proposals import finding_of
 from bot.runtime.runtime import Runtime
 
@@ -44,13 +44,6 @@ def teams_of(rt: Runtime, user: str) -> tuple[str, ...]:
     requests) included when they approve for it; empty when none."""
     names = sorted(rt.teams.teams) + [ADMIN_TEAM]
     return tuple(name for name in names if user in rt.approvers_of(name))
-
-
-def _status(req: ActionRequest, now: datetime) -> RequestStatus:
-    return RequestStatus(
-        id=req.id, state=req.state, dry_run=req.dry_run, expires_at=req.expires_at, until=req.until,
-        decided_by=req.decided_by, decided_at=req.decided_at, note=req.note, act_at=req.act_at, now=now,
-    )
 
 
 def _spend(rt: Runtime, teams: tuple[str, ...], spend: Spend | None, now: datetime) -> list[TeamSpend]:
@@ -109,7 +102,7 @@ def home_data(rt: Runtime, user: str, *, spend: Spend | None = None, notice: str
             return None
         if req.team not in may:
             may[req.team] = user in rt.approvers_of(req.team)
-        return HomeRequest(finding=finding, status=_status(req, now), team=req.team, may_press=may[req.team])
+        return HomeRequest(finding=finding, status=status_of(req, now), team=req.team, may_press=may[req.team])
 
     held = [(q, shown(q)) for q in rt.store.list_requests(states=sorted(set(REQUEST_STATES) | set(IDLE_STATES)))]
     requests = [r for q, r in held if r is not None and q.state in REQUEST_STATES]

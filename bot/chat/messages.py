@@ -52,14 +52,20 @@ BATCH = 40
 MAX_ROUNDS = 3
 
 
+def status_of(req: ActionRequest, now: datetime | None = None) -> RequestStatus:
+    """What a message says of ``req`` besides its finding, rendered at ``now`` (for mode auto's
+    countdown)."""
+    return RequestStatus(
+        id=req.id, state=req.state, dry_run=req.dry_run, expires_at=req.expires_at, until=req.until,
+        decided_by=req.decided_by, decided_at=req.decided_at, note=req.note, act_at=req.act_at, now=now,
+    )
+
+
 def render(req: ActionRequest, now: datetime | None = None, finding: Finding | None = None) -> Message:
     """The channel message for the request in its current state, with its metadata (``now``
     counts down to the policy's action in mode auto). ``finding``: the one ``req.finding_json``
     holds, when the caller has it already (a sweep that just wrote it), so it is not read back."""
-    status = RequestStatus(
-        id=req.id, state=req.state, dry_run=req.dry_run, expires_at=req.expires_at, until=req.until,
-        decided_by=req.decided_by, decided_at=req.decided_at, note=req.note, act_at=req.act_at, now=now,
-    )
+    status = status_of(req, now)
     finding = finding or finding_from_jsonable(json.loads(req.finding_json))
     if finding.kind == RIGHT_SIZE:
         message = right_size_message(finding, status)
