@@ -403,7 +403,8 @@ class Approvals:
         """Approve each of ``request_ids`` (a freeing plan of a queue-wait alert) as if ``user``
         pressed each one's Approve: each is checked, re-checked and acted on by itself. ``ok``
         when every one was approved; the message says what happened to each."""
-        outcomes = [(rid, self.approve(rid, user)) for rid in request_ids]
+        # Each recorded on its own: a database that fails midway leaves the rest said, not lost.
+        outcomes = [(rid, self._recorded(APPROVE, lambda rid=rid: self.approve(rid, user))) for rid in request_ids]
         lines = [f"#{rid}: {o.message}" for rid, o in outcomes]
         return Outcome(all(o.ok for _, o in outcomes), "\n".join(lines) or "No request to approve.")
 

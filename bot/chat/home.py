@@ -19,6 +19,7 @@ from actions.advice.request import RIGHT_SIZE
 from actions.alerts.budgets import month_end_forecast, month_progress
 from actions.policy.teams import ADMIN_TEAM
 from actions.store.requests import ActionRequest
+from actions.store.schema import as_utc
 from bot.chat.blocks.home import HomeData, HomeRequest, PostedAdvice, TeamSpend
 from bot.chat.failures import explain
 from bot.chat.messages import status_of
@@ -32,9 +33,13 @@ MAX_ADVICE = 5
 # The requests a person can still do something about, or is waiting on: awaiting a decision, or
 # being acted on.
 REQUEST_STATES = ("proposed", "approved", "uncertain", "restoring")
-# The requests that hold an idle finding the sweeps still see (snoozed, exempt and denied ones
-# are woken or closed by the sweeps when it changes).
+# The requests that hold an idle finding (snoozed, exempt and denied ones only while the sweeps
+# still see it: SEEN_WITHIN).
 IDLE_STATES = ("proposed", "approved", "uncertain", "snoozed", "exempt", "denied")
+
+# How recently a sweep must have seen a held request's finding for it to count as idle now: the
+# sweeps run every 15 minutes by default.
+SEEN_WITHIN = timedelta(hours=1)
 
 Spend = Callable[[datetime, datetime], Mapping[str, float]]
 
@@ -108,7 +113,11 @@ def home_data(rt: Runtime, user: str, *, spend: Spend | None = None, notice: str
     requests = [r for q, r in held if r is not None and q.state in REQUEST_STATES]
     # Those awaiting a decision first, the oldest first: they expire first.
     requests.sort(key=lambda r: (r.status.state != "proposed", r.status.expires_at))
-    idle = [r for q, r in held if r is not None and q.state in IDLE_STATES and q.kind != RIGHT_SIZE]
+    # A snoozed, exempt or denied request stays open until its hold ends; it counts as idle only
+    # while a sweep still sees its finding (each sweep refreshes the requests it still sees).
+    seen_since = now - SEEN_WITHIN
+    idle = [r for q, r in held if r is not None and q.state in IDLE_STATES and q.kind != RIGHT_SIZE
+            and (q.state in REQUEST_STATES or as_utc(q.updated_at) >= seen_since)]
     advice = [
         PostedAdvice(
             key=a.period_key.split("#", 1)[0], team=a.team,

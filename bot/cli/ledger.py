@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
+import sqlalchemy.exc
 import typer
 
 from actions.ledger.plan import PeriodPlan, ranges
@@ -70,8 +71,10 @@ def report_store(s: Settings, source: str) -> Store | None:
     """The migrated :class:`~actions.store.database.Store` a report reads the usage ledger from,
     or None: for ``ledger``, and for ``auto`` whenever the ledger may hold the period, since
     ``ledger.enabled`` governs the hourly job, not reading a ledger ``ledger backfill`` filled.
-    Without ``ledger.enabled``, a SQLite file that does not exist holds none (no file is made).
-    Raises what the store raises (sqlalchemy errors) when the database cannot be reached."""
+    Without ``ledger.enabled``, ``auto`` only reads: a SQLite file that does not exist, a
+    database that cannot be reached, or one not at this version's schema holds none (nothing is
+    made or migrated). Otherwise raises what the store raises (sqlalchemy errors) when the
+    database cannot be reached."""
     from sqlalchemy.engine import make_url
 
     from actions.store.database import Store
@@ -84,6 +87,14 @@ def report_store(s: Settings, source: str) -> Store | None:
             return None
     say_where_the_database_is(s)
     store = Store(s.database_url)
+    if source == "auto" and not s.ledger.enabled:
+        # A ledger a backfill filled, read as it is: never migrated under the replicas that use
+        # the database, and one that cannot be read (down, older or newer) holds nothing here.
+        try:
+            applied, newest = store.schema_status()
+        except sqlalchemy.exc.SQLAlchemyError:
+            return None
+        return store if applied == newest else None
     store.migrate()  # as the bot does at every start: a new database holds an empty ledger
     return store
 

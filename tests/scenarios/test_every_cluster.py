@@ -159,10 +159,11 @@ def _usage_config(tmp_path: Path, usage_url: str, east_api: str, west_api: str, 
     path = tmp_path / "bot.yaml"
     path.write_text(yaml.safe_dump({
         "database_url": f"sqlite:///{tmp_path / 'bot.db'}",
-        "prometheus": {"url": usage_url, "timeout_seconds": 5},
+        # Generous: a loaded machine takes seconds over the daily idle query, and nothing here waits on it.
+        "prometheus": {"url": usage_url, "timeout_seconds": 30},
         "teams": [{"name": t.name, "namespaces": t.namespaces, "channel": "C0ALL"} for t in TEAMS.teams.values()],
         "prices": PRICES.model_dump(exclude_none=True, exclude={"aws"}),
-        "costs": {"team_label": "team", "query_timeout_seconds": 5},
+        "costs": {"team_label": "team", "query_timeout_seconds": 30},
         "slack": {"admin_channel": "C0ADMIN"},
         "clusters": clusters,
     }))

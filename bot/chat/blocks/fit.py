@@ -75,8 +75,11 @@ def fit_rows(
     than a section is clipped with "…". Raises ValueError when ``max_sections`` < 1."""
     if max_sections < 1:
         raise ValueError(f"max_sections must be at least 1, got {max_sections}")
-    room = limit - len(title) - len(repeat) - 2 * len(_FENCE) - 8 - sum(len(t) + 1 for t in tail) - 80
+    # A row alone must fit a section; the totals move to a section of their own when they do not
+    # fit beside it (_pack), so they take no room from the rows.
+    room = limit - len(title) - len(repeat) - 2 * len(_FENCE) - 8 - 80
     rows = [clip(r, max(room, 40)) for r in rows]
+    tail = [clip(t, room) for t in tail]
     packed = _pack(rows, title, repeat, tail, code, "", limit)
     if len(packed) <= max_sections:
         return packed

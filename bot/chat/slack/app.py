@@ -15,6 +15,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 
+import sqlalchemy.exc
 from slack_bolt import App
 from slack_sdk import WebClient
 
@@ -26,6 +27,7 @@ from bot.chat.approve_all import request_ids as approve_all_ids
 from bot.chat.blocks.alerts import ALERT_SNOOZE, APPROVE_ALL, message_from_payload
 from bot.chat.blocks.proposals import BUTTON_ACTIONS
 from bot.chat.commands import CommandContext, dispatch
+from bot.chat.outcomes import NOT_RECORDED, database_error_line
 from bot.chat.slack.deadline import deadline_respond
 from bot.chat.slack.home import HomeTab
 from bot.chat.slack.request_ids import slack_request_ids
@@ -92,10 +94,18 @@ def build_app(
     def refused(pool: WorkerPool) -> str:
         return RESTARTING if pool.closed else BUSY
 
-    def press_refused(pool: WorkerPool, respond) -> None:  # noqa: ANN001 - Bolt's Respond
-        # A button's ack carries no text; the answer needs a call of its own, off this thread.
+    def press_refused(pool: WorkerPool, respond, body: dict) -> None:  # noqa: ANN001 - Bolt's Respond
+        # A button's ack carries no text; the answer needs a call of its own, off this thread:
+        # ephemeral in a channel, on the Home for a press there (it has no response_url).
         text = refused(pool)
-        if not work.replies.submit(lambda: _ephemeral(respond, text)):
+
+        def answer() -> None:
+            if body.get("response_url"):
+                _ephemeral(respond, text)
+            else:
+                home.publish(body["user"]["id"], text)
+
+        if not work.replies.submit(answer):
             log.warning("press refused (%s) and the reply dropped: too many replies queued", text)
 
     @app.command("/gpu")
@@ -129,12 +139,12 @@ def build_app(
             # A press on the Home has no response_url: its answer is shown on the Home.
             if not outcome.ok and body.get("response_url"):
                 _ephemeral(respond, outcome.message)
-            home.after_press(user, value, outcome.message)
+            home.after_press(user, value, outcome.message, changed=outcome.ok)
 
         ack()
         if not work.presses.submit(press, on_cancel=lambda: _ephemeral(respond, RESTARTING)):
             log.warning("press %r on #%r by %r refused: pool full or shutting down", action_id, value, user)
-            press_refused(work.presses, respond)
+            press_refused(work.presses, respond, body)
 
     @app.action(APPROVE_ALL)
     def approve_all(ack, body, action, respond):
@@ -146,6 +156,9 @@ def build_app(
             except ValueError:
                 _ephemeral(respond, f"This button carries no request ids ({plain(str(value)[:100])}).")
                 return
+            except sqlalchemy.exc.SQLAlchemyError as e:
+                _ephemeral(respond, NOT_RECORDED.format(error=plain(database_error_line(e)), verb="Approve all"))
+                return
             outcome = approvals.approve_all(ids, user)
             log.info("approve all %s by %s: %s", ids, user, outcome.message)
             _ephemeral(respond, outcome.message)
@@ -153,7 +166,7 @@ def build_app(
 
         ack()
         if not work.presses.submit(press, on_cancel=lambda: _ephemeral(respond, RESTARTING)):
-            press_refused(work.presses, respond)
+            press_refused(work.presses, respond, body)
 
     @app.action(ALERT_SNOOZE)
     def alert_snooze(ack, body, action, respond):
@@ -173,6 +186,6 @@ def build_app(
 
         ack()
         if not work.presses.submit(press, on_cancel=lambda: _ephemeral(respond, RESTARTING)):
-            press_refused(work.presses, respond)
+            press_refused(work.presses, respond, body)
 
     return app

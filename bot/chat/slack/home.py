@@ -11,18 +11,35 @@ Event payload (docs.slack.dev/reference/events/app_home_opened): ``event.type``
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from datetime import datetime
 
 from slack_bolt import App
 from slack_sdk import WebClient
 
 from bot.chat.blocks.home import home_view
-from bot.chat.home import home_data
+from bot.chat.home import Spend, home_data
 from bot.runtime.runtime import Runtime
 from bot.service.work import WorkerPool
 
 log = logging.getLogger(__name__)
 
 MAX_APPROVERS = 20  # Homes refreshed for the approvers of one pressed request, at most
+
+
+def _read_once(spend: Spend | None) -> Spend | None:
+    """``spend`` read once per month start: the Homes refreshed after one press are built a few
+    milliseconds apart, and each reading is a month-to-date cost report."""
+    if spend is None:
+        return None
+    read: dict[datetime, Mapping[str, float]] = {}
+
+    def once(start: datetime, end: datetime) -> Mapping[str, float]:
+        if start not in read:
+            read[start] = spend(start, end)
+        return read[start]
+
+    return once
 
 
 class HomeTab:
@@ -32,28 +49,32 @@ class HomeTab:
         self.rt, self.client = rt, client
         self._pool: WorkerPool | None = None
 
-    def publish(self, user: str, notice: str = "") -> bool:
-        """Publish ``user``'s Home (a Slack user id; ``notice`` the answer to their last press).
-        True when Slack took it; a failure (the store, the cost source or Slack) is logged and
-        answered False, never raised: the Home is shown again at the next open."""
+    def publish(self, user: str, notice: str = "", spend: Spend | None = None) -> bool:
+        """Publish ``user``'s Home (a Slack user id; ``notice`` the answer to their last press;
+        ``spend`` as :func:`~bot.chat.home.home_data` takes it). True when Slack took it; a
+        failure (the store, the cost source or Slack) is logged and answered False, never
+        raised: the Home is shown again at the next open."""
         try:
-            view = home_view(home_data(self.rt, user, notice=notice))
+            view = home_view(home_data(self.rt, user, notice=notice, spend=spend))
             self.client.views_publish(user_id=user, view=view)
         except Exception as e:  # noqa: BLE001 - a Home left as it was beats a failed press or event
             log.warning("home of %r not published (%s): %s", user, type(e).__name__, str(e)[:200])
             return False
         return True
 
-    def after_press(self, user: str, value: str | None, notice: str = "") -> None:
+    def after_press(self, user: str, value: str | None, notice: str = "", changed: bool = True) -> None:
         """Refresh the Home of ``user``, who just pressed a button carrying ``value`` (a request id,
-        or anything else), with ``notice``; then those of the approvers of that request's team.
-        On the pool :meth:`register` was given, when there is one: each Home reads the spend, and
-        the press worker must be free for the next press. Never raises."""
+        or anything else), with ``notice``; then, when the press ``changed`` the request, those of
+        the approvers of that request's team. The Homes share one reading of the spend. On the
+        pool :meth:`register` was given, when there is one: the press worker must be free for the
+        next press. Never raises."""
 
         def refresh() -> None:
-            self.publish(user, notice)
-            for other in sorted(self._approvers(value) - {user})[:MAX_APPROVERS]:
-                self.publish(other)
+            spend = _read_once(self.rt.spend_function())
+            self.publish(user, notice, spend)
+            others = self._approvers(value) - {user} if changed else set()
+            for other in sorted(others)[:MAX_APPROVERS]:
+                self.publish(other, spend=spend)
 
         if self._pool is None:
             refresh()

@@ -247,3 +247,42 @@ def test_in_http_mode_the_front_takes_the_event_and_the_home_press(world):
     body = view_block_actions_body(APPROVE, str(req.id), APPROVER, view, block_id=f"request-{req.id}")
     assert _through_the_front(front, body) == 200
     wait_for(lambda: rt.store.get(req.id).state == "done", "the request acted on")
+
+
+def test_a_refused_press_refreshes_no_other_approvers_home(world):
+    rt, slack, app = world
+    req = next(r for r in rt.store.list_requests(states=["proposed"]) if r.verb)
+    view = open_home(app, slack, APPROVER)
+    before = len(slack.calls_to("views.publish"))
+    body = view_block_actions_body(APPROVE, str(req.id), OTHER, view, block_id=f"request-{req.id}")
+    assert app.dispatch(bolt_request(SECRET, body)).status == 200
+    published(slack, OTHER, 0)
+    time.sleep(0.5)  # any refresh of the approver's Home would have been queued with the presser's
+    # Anyone may press any button: a refused press must not cost a cost report per approver.
+    assert [c["user_id"] for c in slack.calls_to("views.publish")[before:]] == [OTHER]
+
+
+def test_a_held_request_no_sweep_has_seen_for_an_hour_is_not_idle_now(world):
+    from datetime import timedelta
+
+    rt, _, _ = world
+    req = next(r for r in rt.store.list_requests(states=["proposed"]) if r.verb)
+    rt.store.transition(req.id, from_states=["proposed"], to_state="exempt", now=rt.clock(), actor=APPROVER,
+                        event="exempted", until=rt.clock() + timedelta(days=7))
+    assert req.id in {r.status.id for r in home_data(rt, APPROVER).idle}
+    # The notebook got busy or went away: no sweep refreshes the exempt request any more.
+    rt.clock.now += timedelta(hours=2)
+    assert req.id not in {r.status.id for r in home_data(rt, APPROVER).idle}
+
+
+def test_the_homes_refreshed_after_one_press_read_the_spend_once_per_month_start():
+    from datetime import datetime, timezone
+
+    from bot.chat.slack.home import _read_once
+
+    calls = []
+    once = _read_once(lambda start, end: calls.append(start) or {"research": 1.0})
+    start = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    for _ in range(21):  # the presser and 20 approvers
+        assert once(start, datetime(2026, 11, 20, tzinfo=timezone.utc)) == {"research": 1.0}
+    assert calls == [start]

@@ -356,3 +356,15 @@ def test_pressing_approve_all_through_slack_approves_each_stored_request(slack, 
     # Each id the store holds for alert #7 was tried on its own (neither exists here).
     assert "#100318: " in answer["text"] and "#100319: " in answer["text"]
     store.close()
+
+
+def test_long_warnings_after_the_rows_never_shorten_the_rows():
+    from bot.chat.blocks.fit import fit_rows
+
+    # /gpu budget over a dozen clusters each missing DCGM: ~2,900 characters of warnings.
+    rows = [f"*team-{i}*: $3,000.00/month (from the bot's config)\n    spent $1,234.56 in 2026-11 (41%)" for i in range(60)]
+    warnings = "\n".join(f":warning: cluster west-{i} holds no DCGM series for the period: spend may be short" for i in range(35))
+    sections = fit_rows(rows, max_sections=50, tail=[warnings])
+    shown = "\n".join(sections)
+    assert all(row in shown for row in rows)  # whole, with their spend
+    assert all(len(s) <= 3000 for s in sections) and sections[-1].endswith(warnings[-40:])

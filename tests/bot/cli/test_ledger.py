@@ -191,3 +191,14 @@ def test_auto_reads_a_backfilled_ledger_without_ledger_enabled_and_says_so(tmp_p
     text = runner.invoke(app, ["report", "--config", str(config), "--cluster-state", str(tmp_path / "cluster.json"),
                                "--period", "1d", "--at", "2026-11-21T00:00:00Z"])
     assert "usage: read from Prometheus (the usage ledger does not hold this period)" in text.stderr
+
+
+def test_auto_without_ledger_enabled_reads_prometheus_when_the_database_cannot_be_read(tmp_path, usage_prometheus):
+    from tests.support.prometheus_server import free_port
+
+    # A CI job that never had the database: auto must not need it, nor migrate one it reaches.
+    down = f"postgresql+psycopg2://bot@127.0.0.1:{free_port()}/gpu"
+    config = _config(tmp_path, usage_prometheus, ledger={"enabled": False}, database_url=down)
+    r = _report(tmp_path, config, "--period", "1d", "--at", "2026-11-20T00:00:00Z")
+    assert r.exit_code == 0, r.output
+    assert "source" not in json.loads(r.output)  # read from Prometheus alone
