@@ -26,6 +26,17 @@ pytest_plugins = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _no_log_handler_left_behind():
+    """A test that runs `gpu-cost-bot run` installs a stderr log handler on the root logger; left
+    there, a thread another test started (a Home refresh, a Slack retry) would write into the
+    stderr of whichever later test is capturing a CLI's output."""
+    yield
+    from bot.service import logs
+
+    logs.remove()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):

@@ -156,6 +156,14 @@ def setup(fmt: LogFormat | None = None, level: int | str = logging.INFO) -> logg
     return _installed
 
 
+def remove() -> None:
+    """Take the handler :func:`setup` installed off the root logger (none: nothing to do)."""
+    global _installed
+    if _installed is not None:
+        logging.getLogger().removeHandler(_installed)
+        _installed = None
+
+
 def quiet_libraries(level: int) -> None:
     """Below DEBUG (``level``, a logging level), hold back library lines a reader cannot act on:
     alembic's INFO line per migration step (a new database writes twenty before the bot says

@@ -52,7 +52,7 @@ def test_backfill_then_status_then_a_report_from_the_ledger(tmp_path, usage_prom
     status = runner.invoke(app, ["ledger", "status", "--config", str(config), "--since", "2026-11-18",
                                  "--at", "2026-11-20T00:30:00Z", "--json"])
     assert status.exit_code == 0, status.output
-    s = json.loads(status.output)
+    s = json.loads(status.stdout)
     assert s["hours"] == {"filled": 24, "partial": 0, "empty": 0} and s["missing_hours"] == 24
     assert s["missing"] == [["2026-11-18T00:00:00Z", "2026-11-19T00:00:00Z"]] and s["cluster"] == "eu-1"
     text = runner.invoke(app, ["ledger", "status", "--config", str(config), "--since", "2026-11-18",
@@ -64,7 +64,7 @@ def test_backfill_then_status_then_a_report_from_the_ledger(tmp_path, usage_prom
     ledger = _report(tmp_path, config, "--source", "ledger", *at)
     direct = _report(tmp_path, config, "--source", "prometheus", *at)
     assert ledger.exit_code == direct.exit_code == 0, ledger.output + direct.output
-    mine, theirs = json.loads(ledger.output), json.loads(direct.output)
+    mine, theirs = json.loads(ledger.stdout), json.loads(direct.stdout)
     assert mine.pop("source") == {"ledger": [["2026-11-19T00:00:00Z", "2026-11-20T00:00:00Z"]], "prometheus": [],
                                   "missing": [], "missing_hours": 0}
     assert mine == theirs  # every figure, note and day: the same report
@@ -84,7 +84,7 @@ def test_a_report_over_hours_the_ledger_lacks_says_which_and_exits_3(tmp_path, u
     # auto: the same ledger, the current (unfinished) hour read from Prometheus
     r = _report(tmp_path, config, "--period", "6h", "--at", "2026-11-20T00:20:00Z")
     assert r.exit_code == 0, r.output
-    data = json.loads(r.output)
+    data = json.loads(r.stdout)
     assert data["source"]["prometheus"] == [["2026-11-19T18:20:00Z", "2026-11-19T19:00:00Z"],
                                             ["2026-11-20T00:00:00Z", "2026-11-20T00:20:00Z"]]
     assert round(data["teams"]["research"]["gpu_hours"], 6) == 6
@@ -132,7 +132,7 @@ def test_hours_without_any_gpu_are_complete_and_an_hour_with_gpus_but_no_dcgm_is
     assert "filled 9 hour(s) of cluster eu-1" in filled.output
     status = runner.invoke(app, ["ledger", "status", "--config", str(config), "--since", "2026-11-10",
                                  "--at", "2026-11-10T09:00:00Z", "--json"])
-    s = json.loads(status.output)
+    s = json.loads(status.stdout)
     # 00-02 with GPUs and DCGM, 02-05 and 06-09 with no GPU at all: filled. 05-06: a GPU, no DCGM.
     assert s["hours"] == {"filled": 8, "partial": 1, "empty": 0} and s["missing_hours"] == 0
     [partial] = s["partial"]
@@ -167,15 +167,15 @@ def test_auto_reads_a_backfilled_ledger_without_ledger_enabled_and_says_so(tmp_p
     # No ledger yet: auto reads Prometheus and makes no database file for it.
     r = _report(tmp_path, config, *at)
     assert r.exit_code == 0, r.output
-    assert "source" not in json.loads(r.output) and not (tmp_path / "bot.db").exists()
-    direct = json.loads(r.output)
+    assert "source" not in json.loads(r.stdout) and not (tmp_path / "bot.db").exists()
+    direct = json.loads(r.stdout)
 
     filled = runner.invoke(app, ["ledger", "backfill", "--config", str(config), "--since", "2026-11-19",
                                  "--until", "2026-11-20T00:00:00Z"])
     assert filled.exit_code == 0, filled.output
     r = _report(tmp_path, config, *at)
     assert r.exit_code == 0, r.output
-    mine = json.loads(r.output)
+    mine = json.loads(r.stdout)
     assert mine.pop("source") == {"ledger": [["2026-11-19T00:00:00Z", "2026-11-20T00:00:00Z"]], "prometheus": [],
                                   "missing": [], "missing_hours": 0}
     assert mine == direct  # the same report, to the cent
@@ -186,7 +186,7 @@ def test_auto_reads_a_backfilled_ledger_without_ledger_enabled_and_says_so(tmp_p
     # A period the backfill did not fill: nothing keeps this ledger, so Prometheus answers it whole.
     r = _report(tmp_path, config, "--period", "1d", "--at", "2026-11-21T00:00:00Z")
     assert r.exit_code == 0, r.output
-    assert json.loads(r.output)["source"] == {
+    assert json.loads(r.stdout)["source"] == {
         "ledger": [], "prometheus": [["2026-11-20T00:00:00Z", "2026-11-21T00:00:00Z"]], "missing": [], "missing_hours": 0}
     text = runner.invoke(app, ["report", "--config", str(config), "--cluster-state", str(tmp_path / "cluster.json"),
                                "--period", "1d", "--at", "2026-11-21T00:00:00Z"])
@@ -201,4 +201,4 @@ def test_auto_without_ledger_enabled_reads_prometheus_when_the_database_cannot_b
     config = _config(tmp_path, usage_prometheus, ledger={"enabled": False}, database_url=down)
     r = _report(tmp_path, config, "--period", "1d", "--at", "2026-11-20T00:00:00Z")
     assert r.exit_code == 0, r.output
-    assert "source" not in json.loads(r.output)  # read from Prometheus alone
+    assert "source" not in json.loads(r.stdout)  # read from Prometheus alone

@@ -62,7 +62,7 @@ def _report(tmp_path, url, *args):
 def test_report_json_for_one_team(tmp_path, usage_prometheus):
     result = _report(tmp_path, usage_prometheus, "--team", "training", "--period", "30d", "--json")
     assert result.exit_code == 0, result.output
-    r = json.loads(result.output)
+    r = json.loads(result.stdout)
     assert (r["team"], r["period_start"], r["period_end"]) == ("training", "2026-10-22T00:00:00Z", "2026-11-21T00:00:00Z")
     assert round(r["gpu_hours"], 6) == 1080 and round(r["cost_usd"], 2) == 3225.60
     assert round(r["idle_gpu_hours"], 6) == 200 and round(r["idle_cost_usd"], 2) == 1025.60
