@@ -120,12 +120,8 @@ def block_actions_body(
                 "elements": [{"type": "button", "action_id": action_id, "text": button_label, "value": value}],
             }
         ]
-    user_name = user_id.lower()
     payload = {
-        "type": "block_actions",
-        "user": {"id": user_id, "username": user_name, "name": user_name, "team_id": team_id},
-        "api_app_id": API_APP_ID,
-        "token": VERIFICATION_TOKEN,
+        **_presser(user_id, team_id),
         "container": {
             "type": "message",
             "message_ts": message_ts,
@@ -152,6 +148,17 @@ def block_actions_body(
         "actions": [_button_action(action_id, block_id, button_label, value)],
     }
     return urlencode({"payload": json.dumps(payload, separators=(",", ":"))})
+
+
+def _presser(user_id: str, team_id: str) -> dict[str, Any]:
+    """What every block_actions payload opens with: its type, who pressed, the app and its token."""
+    user_name = user_id.lower()
+    return {
+        "type": "block_actions",
+        "user": {"id": user_id, "username": user_name, "name": user_name, "team_id": team_id},
+        "api_app_id": API_APP_ID,
+        "token": VERIFICATION_TOKEN,
+    }
 
 
 def _button_action(action_id: str, block_id: str, label: dict[str, Any], value: str) -> dict[str, Any]:
@@ -194,12 +201,8 @@ def view_block_actions_body(
     view, view_id}, the ``view`` as published (its id, type, blocks, hash, ...) instead of a
     ``message``, and no ``channel`` nor ``response_url``; the rest as :func:`block_actions_body`."""
     button_label = {"type": "plain_text", "text": button_text, "emoji": True}
-    user_name = user_id.lower()
     payload = {
-        "type": "block_actions",
-        "user": {"id": user_id, "username": user_name, "name": user_name, "team_id": team_id},
-        "api_app_id": API_APP_ID,
-        "token": VERIFICATION_TOKEN,
+        **_presser(user_id, team_id),
         "container": {"type": "view", "view_id": view["id"]},
         "trigger_id": _trigger_id(f"{action_id} {value} {user_id} {view['id']}"),
         "team": {"id": team_id, "domain": TEAM_DOMAIN},
