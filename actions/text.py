@@ -108,3 +108,20 @@ def shown_url(url: str) -> str:
     if "@" not in parts.netloc:
         return url
     return urlunsplit(parts._replace(netloc="REDACTED@" + parts.netloc.rsplit("@", 1)[1]))
+
+
+def kwh(amount: float) -> str:
+    """``"1,240 kWh"``, ``"3.2 kWh"``, ``"0.41 kWh"``: energy with the digits it deserves."""
+    return f"{amount:,.0f} kWh" if amount >= 100 else f"{amount:,.1f} kWh" if amount >= 1 else f"{amount:.2f} kWh"
+
+
+def co2e(kg: float) -> str:
+    """``"480 kg CO2e"``, ``"1.2 kg CO2e"``, ``"12.5 t CO2e"`` (from 10,000 kg)."""
+    if kg >= 10_000:
+        return f"{kg / 1000:,.1f} t CO2e"
+    return f"{kg:,.0f} kg CO2e" if kg >= 100 else f"{kg:,.1f} kg CO2e"
+
+
+def energy_amount(kwh_amount: float, co2e_kg: float | None) -> str:
+    """``"1,240 kWh (480 kg CO2e)"``; the kWh alone when the carbon is not known."""
+    return kwh(kwh_amount) + (f" ({co2e(co2e_kg)})" if co2e_kg is not None else "")

@@ -205,16 +205,15 @@ def synthetic_ledger(store: Store, n_gpus: int, days: int) -> tuple[int, float, 
                                 columns))
                 rows += 1
     buf.seek(0)
-    key = [c.name for c in usage_day.columns if c.name not in ("id", "day", "key_hash", "last_hour", "hours",
-                                                                  "gpu_hours", "idle_gpu_hours")]
+    key = [c.name for c in usage_day.columns if c.name not in ("id", "day", "key_hash", "last_hour", "hours", *SUMMED)]
     digest = "md5(concat_ws(chr(31), " + ", ".join(f"coalesce({k}::text, chr(1))" for k in key) + "))"
     raw = store.engine.raw_connection()
     try:
         cursor = raw.cursor()
         cursor.copy_expert(f"COPY usage_hour ({', '.join(columns)}) FROM STDIN WITH (FORMAT csv, NULL '\\N')", buf)
         cursor.execute(
-            f"INSERT INTO usage_day (day, key_hash, {', '.join(key)}, last_hour, hours, gpu_hours, idle_gpu_hours) "
-            f"SELECT day, {digest}, {', '.join(key)}, max(hour), count(*), sum(gpu_hours), sum(idle_gpu_hours) "
+            f"INSERT INTO usage_day (day, key_hash, {', '.join(key)}, last_hour, hours, {', '.join(SUMMED)}) "
+            f"SELECT day, {digest}, {', '.join(key)}, max(hour), count(*), {', '.join(f'sum({c})' for c in SUMMED)} "
             f"FROM usage_hour GROUP BY day, {', '.join(key)}"
         )
         raw.commit()
@@ -228,9 +227,13 @@ def synthetic_ledger(store: Store, n_gpus: int, days: int) -> tuple[int, float, 
     return rows, time.perf_counter() - t0, expected_gpu_hours(fleet, start, END)
 
 
+# The figures usage_day sums per key (the rest of its columns are the key).
+SUMMED = ("gpu_hours", "idle_gpu_hours", "energy_kwh", "idle_energy_kwh", "energy_gpu_hours")
+
+
 def _csv(hour, values: dict, columns: list[str]) -> list:
     row = {"hour": hour.isoformat(), "day": hour.date().isoformat(), "cluster": CLUSTER, "replicas": 1,
-           "idle_gpu_hours": 0.0, **values}
+           "idle_gpu_hours": 0.0, "energy_kwh": 0.0, "idle_energy_kwh": 0.0, "energy_gpu_hours": 0.0, **values}
     return ["\\N" if row.get(c) is None else row[c] for c in columns]
 
 

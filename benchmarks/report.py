@@ -12,10 +12,11 @@ fresh Prometheus:
   namespace label, 2 configured) and one namespace in no team (``unallocated``);
 - per pod the tests' kube-state-metrics series (``kube_pod_container_resource_requests``,
   ``kube_pod_info``, ``kube_pod_status_phase``, ``kube_pod_owner``, ``kube_pod_labels``);
-- per GPU dcgm-exporter ``DCGM_FI_DEV_GPU_UTIL`` (plus ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` on half of
-  the nodes; half of the nodes with the ``exported_pod`` label convention), replaying the real H100
-  trace phases the tests use (tests/support/fleet.py ``phase_rows``); between two pods a GPU reports
-  ``empty_idle`` without pod labels, as dcgm-exporter does for a GPU no pod requests.
+- per GPU dcgm-exporter ``DCGM_FI_DEV_GPU_UTIL`` and ``DCGM_FI_DEV_POWER_USAGE`` (the report's GPU
+  energy), plus ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` on half of the nodes (half of the nodes with the
+  ``exported_pod`` label convention), replaying the real H100 trace phases the tests use
+  (tests/support/fleet.py ``phase_rows``); between two pods a GPU reports ``empty_idle`` without pod
+  labels, as dcgm-exporter does for a GPU no pod requests.
 
 Samples every --scrape-seconds (default 300 s, the tests' step: one sample 60 s after each
 5-minute step); the tests' generator (``usage_openmetrics``) is fixed to their 7 pods, so this
@@ -71,7 +72,7 @@ sys.path.insert(0, str(ROOT))
 
 from actions.cost.engine import compute_cost_report  # noqa: E402
 from actions.cost.periods import parse_period  # noqa: E402
-from actions.model.telemetry import ENGINE_ACTIVE, GPU_UTIL  # noqa: E402
+from actions.model.telemetry import ENGINE_ACTIVE, GPU_UTIL, POWER_USAGE  # noqa: E402
 from actions.model.usage import DEFAULT_STEP_SECONDS  # noqa: E402
 from actions.policy.rules import Policy  # noqa: E402
 from actions.policy.teams import Team, TeamDirectory  # noqa: E402
@@ -229,6 +230,7 @@ def write_openmetrics(fleet: Fleet, start: datetime, end: datetime, scrape: int,
     util = {ph: [f"{r.util_gpu_pct:g}" for r in phase_rows(ph)] for ph in
             ("empty_idle", *NOTEBOOK, *TRAINING, *SERVING, *BATCH)}
     ratio = {ph: [f"{float(v) / 100:g}" for v in vals] for ph, vals in util.items()}
+    power = {ph: [f"{r.power_w:g}" for r in phase_rows(ph)] for ph in util}
     spans = []  # (labels, hourly phases, times, engine)
     for node, g, model, exported, engine in fleet.gpus:
         base = dict(gpu=str(g), UUID=f"GPU-{node}-{g}", modelName=model, Hostname=node, device=f"nvidia{g}")
@@ -251,10 +253,10 @@ def write_openmetrics(fleet: Fleet, start: datetime, end: datetime, scrape: int,
             return rows[i % len(rows)]
         return at
 
-    for family, table in ((GPU_UTIL, util), (ENGINE_ACTIVE, ratio)):
+    for family, table in ((GPU_UTIL, util), (ENGINE_ACTIVE, ratio), (POWER_USAGE, power)):
         out.write(f"# TYPE {family} gauge\n")
         for labels, phases, ts, engine in spans:
-            if family == GPU_UTIL or engine:
+            if family != ENGINE_ACTIVE or engine:
                 emit(family, labels, values(table, phases), ts)
     hourly = range(int(start.timestamp()) + 60, data_end, 3600)
     out.write("# TYPE kube_node_labels gauge\n")

@@ -21,6 +21,7 @@ from actions.advice.round import AdviceSetup
 from actions.cost.periods import parse_period
 from actions.cost.report import CostReport
 from actions.cost.reporting import CostSetup
+from actions.energy.settings import EnergySettings
 from actions.ledger.rollup import LedgerRollup, LedgerUsage
 from actions.model.times import format_time
 from actions.policy.teams import Team
@@ -65,7 +66,8 @@ def demo_settings(database_url: str) -> Settings:
         Team(name="serving", namespaces=["serving"], channel="#serving-gpus", approvers=[APPROVER],
              monthly_budget_usd=2500),
     ]
-    return Settings(dry_run=False, database_url=database_url, teams=teams)
+    # The demo's nodes are in us-east-1 (topology.kubernetes.io/region): its grid's carbon intensity.
+    return Settings(dry_run=False, database_url=database_url, teams=teams, energy=EnergySettings(region="us-east-1"))
 
 
 def demo_runtime(database_url: str, out: TextIO, clock: Callable[[], datetime]) -> Runtime:
@@ -84,7 +86,8 @@ def demo_runtime(database_url: str, out: TextIO, clock: Callable[[], datetime]) 
     load_history(rt, history)
     ledger = LedgerStore(rt.store)
     # The ledger alone: there is no Prometheus for the current hour.
-    rt.costs = CostSetup(LedgerUsage(ledger, None, cluster=rt.cluster_name, team_label=None, source="ledger"), team_label=None)
+    rt.costs = CostSetup(LedgerUsage(ledger, None, cluster=rt.cluster_name, team_label=None, source="ledger"), team_label=None,
+                         energy=settings.energy_factors())
     rt.advice_setup = AdviceSetup(DemoAdviceHistory(history), settings.advice)
     return rt
 

@@ -10,7 +10,8 @@ samples of that mix at or under the idle threshold, and its GPUs are busy at onc
 of the other samples. No randomness: the same file gives the same figures on every run.
 
 Units: GPU-hours in physical-GPU equivalents (a MIG ``1g.10gb`` of an H100 is 1/7), engine
-activity percent 0-100, watts, MiB, times aware UTC.
+activity percent 0-100, watts, kWh (a GPU-hour of a mix draws the capture's mean power of it),
+MiB, times aware UTC.
 """
 
 from __future__ import annotations
@@ -117,6 +118,13 @@ class DemoHistory:
         phases = self._phases(c)
         return sum(p.rows for p in phases if p.peak_engine_pct <= idle_pct) / sum(p.rows for p in phases)
 
+    def kw_per_gpu(self, c: Consumer, idle_pct: float | None = None) -> float:
+        """``c``'s mix's mean power per GPU-hour in kW, sample-weighted: over all its samples, or
+        (``idle_pct``) over the idle ones counted against all, so GPU-hours x it is the idle kWh."""
+        phases = self._phases(c)
+        chosen = [p for p in phases if idle_pct is None or p.peak_engine_pct <= idle_pct]
+        return sum(p.mean_power_w * p.rows for p in chosen) / sum(p.rows for p in phases) / 1000
+
     # --- usage, as a usage source hands it to the ledger ---------------------------------------
 
     def usage(self, start: datetime, end: datetime, policy: Policy) -> UsageData:
@@ -130,6 +138,10 @@ class DemoHistory:
                 pods.append(PodUsage(
                     c.namespace, c.pod, c.node, gpu_hours, gpu_hours * self.idle_share(c, policy.engine_idle_pct),
                     self.gpu_model, f"MIG {c.mig}" if c.mig else None,
+                    # A MIG instance's GPU-hours are its share of the GPU: so is its energy.
+                    energy_kwh=gpu_hours * self.kw_per_gpu(c),
+                    idle_energy_kwh=gpu_hours * self.kw_per_gpu(c, policy.engine_idle_pct),
+                    energy_gpu_hours=gpu_hours,
                 ))
         owners = {(c.namespace, c.pod): owner_for(c.namespace, c.pod, c.kind, c.name, c.queue) for c in self.consumers}
         return UsageData(start, end, STEP_SECONDS, tuple(pods), nodes=self.nodes, owners=owners,

@@ -137,6 +137,11 @@ class Recommendation:
     change an Apply button makes to its pod template (``None``: advice only, the ``change`` is
     for a person to make); ``cluster`` the cluster of ``clusters:`` it is about (``""``: made
     by a bot of one cluster, whose requests store its ``cluster_name``; never "the first").
+    ``energy_saved_kwh_per_month`` is the energy at the GPUs the change saves, kWh per 730-h month
+    at the window's run rate (:mod:`actions.advice.energy`): set where GPUs are given back
+    (``fewer-gpus``), ``None`` where the same or unmeasured hardware keeps drawing (``mig``,
+    ``smaller-gpu``, ``spot``, ``commitment``, ``reserved-idle``). It is not in the
+    :attr:`fingerprint`: a power reading that moves posts no advice again.
     """
 
     kind: str
@@ -155,6 +160,7 @@ class Recommendation:
     target: ObjectRef | None = None
     resize: GpuResize | None = None
     cluster: str = ""
+    energy_saved_kwh_per_month: float | None = None
 
     @property
     def action(self) -> ProposedAction | None:

@@ -38,9 +38,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import replace
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 from actions.advice.commitments import advise_commitment, advise_reserved
+from actions.advice.energy import gpus_freed_kwh
 from actions.advice.model import (
     CHECKPOINT_ANNOTATION,
     INTERRUPTION_ANNOTATION,
@@ -54,7 +55,6 @@ from actions.advice.targets import KUEUE_RULE, MigOffer, mig_fit, no_mig_reason,
 from actions.estimate.price import interruption_overhead
 from actions.hardware.mig import smallest_profile
 from actions.hardware.mig_names import gfd_name
-from actions.model.codec import to_jsonable
 from actions.model.findings import AdviceLimits, GpuResize
 from actions.model.kube import CapacityType
 from actions.model.quote import PriceQuote
@@ -325,7 +325,7 @@ def _right_size(u: ConsumerUsage, quote: PriceQuote, prices: PriceBook, policy: 
         saving_usd_per_month=money(current - advised), evidence=tuple(evidence), prices=(quote,),
         notes=(f"{usd_rate(rate)}/GPU-hour x {monthly:,.1f} GPU-hours a month x {needed}/{u.whole_gpus}",
                *((f"not MIG {wanted.profile}: {why}",) if wanted and why else ())),
-        target=u.target, resize=resize,
+        target=u.target, resize=resize, energy_saved_kwh_per_month=gpus_freed_kwh(u, u.whole_gpus - needed),
     )
 
 
@@ -424,24 +424,3 @@ def could_save(recs: Sequence[Recommendation]) -> float:
         who = r.key if r.kind in ("commitment", "reserved-idle") else r.key.split("/", 1)[1]
         best[who] = max(best.get(who, 0.0), r.saving_usd_per_month)
     return money(sum(best.values()))
-
-
-def recommendation_to_jsonable(r: Recommendation) -> Mapping[str, object]:
-    """One recommendation as JSON-ready data (``advise --json``, ``report --json``): money in USD
-    per month, ``evidence`` as ``{name: value}``, ``prices`` with their sources and as-of dates."""
-    return {
-        "kind": r.kind,
-        "key": r.key,
-        "team": r.team,
-        "namespace": r.namespace,
-        "subject": r.subject,
-        "summary": r.summary,
-        "change": r.change,
-        "current_usd_per_month": r.current_usd_per_month,
-        "advised_usd_per_month": r.advised_usd_per_month,
-        "saving_usd_per_month": r.saving_usd_per_month,
-        "evidence": dict(r.evidence),
-        "prices": [to_jsonable(p) for p in r.prices],
-        "notes": list(r.notes),
-        "fingerprint": r.fingerprint,
-    }

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any, Mapping
 
+from actions.cost.nodes import _names, resolve_nodes
 from actions.cost.periods import day_buckets
 from actions.cost.report import (
     CAPACITY_ORDER,
@@ -49,10 +50,12 @@ from actions.cost.report import (
     TeamReport,
     UnrequestedLine,
 )
+from actions.energy.settings import EnergyFactors
 from actions.hardware.gpus import gpu_family
+from actions.model.energy import EnergyUse
 from actions.model.kube import CapacityType, Node
 from actions.model.quote import PriceQuote
-from actions.model.usage import NODE_FROM_API, NodeInfo, PodOwner, UsageData
+from actions.model.usage import NodeInfo, PodOwner, UsageData
 from actions.policy.teams import TeamDirectory
 from actions.pricing.book import PriceBook, PriceNotFound
 
@@ -154,6 +157,33 @@ class _Acc:
     idle: float = 0.0
     cost: float = 0.0
     idle_cost: float = 0.0
+    energy_cost: float = 0.0
+    kwh: float = 0.0
+    idle_kwh: float = 0.0
+    measured: float = 0.0
+
+    def add(self, hours: float, idle: float, rate: float, kwh: float, idle_kwh: float, measured: float,
+            usd_per_kwh: float) -> None:
+        """Adds GPU-hours at ``rate`` USD per GPU-hour, and kWh at ``usd_per_kwh`` (0 unless billed)."""
+        self.gpu_hours += hours
+        self.idle += idle
+        self.energy_cost += kwh * usd_per_kwh
+        self.cost += hours * rate + kwh * usd_per_kwh
+        self.idle_cost += idle * rate + idle_kwh * usd_per_kwh
+        self.kwh += kwh
+        self.idle_kwh += idle_kwh
+        self.measured += measured
+
+    def energy(self, factors: EnergyFactors | None) -> EnergyUse:
+        return energy_use(self.kwh, self.idle_kwh, self.measured, factors)
+
+
+def energy_use(kwh: float, idle_kwh: float, measured: float, factors: EnergyFactors | None) -> EnergyUse:
+    """The :class:`~actions.model.energy.EnergyUse` of ``kwh`` at the GPU (``idle_kwh`` of it idle,
+    measured over ``measured`` GPU-hours) under ``factors`` (PUE 1 and no carbon without)."""
+    if factors is None:
+        return EnergyUse(kwh, idle_kwh, kwh, None, measured)
+    return EnergyUse(kwh, idle_kwh, factors.facility_kwh(kwh), factors.co2e_kg(kwh), measured, factors.co2e_kg(idle_kwh))
 
 
 def idle_definition(step_seconds: float, threshold_pct: float) -> str:
@@ -165,53 +195,6 @@ def idle_definition(step_seconds: float, threshold_pct: float) -> str:
     )
 
 
-def resolve_nodes(
-    usage: UsageData, api_nodes: Mapping[str, Node] | None
-) -> tuple[dict[str, NodeInfo], list[str]]:
-    """The nodes to price with, and notes. Where ``kube_node_labels`` gave no capacity type,
-    the Kubernetes API's node labels (``api_nodes``, model ``Node``s) are used instead; a node
-    neither knows is priced as capacity type unknown. Both cases are named in the notes."""
-    nodes = dict(usage.nodes)
-    notes: list[str] = []
-    missing = usage.nodes_missing_capacity_type()
-    if not missing:
-        return nodes, notes
-    from_api, unknown = [], []
-    for name in missing:
-        api = (api_nodes or {}).get(name)
-        have = nodes.get(name)
-        if api is not None and api.capacity_type is not CapacityType.UNKNOWN:
-            nodes[name] = NodeInfo(
-                name,
-                instance_type=(have.instance_type if have else None) or api.instance_type,
-                capacity_type=api.capacity_type,
-                gpu_model=(have.gpu_model if have else None) or api.gpu_product,
-                source=NODE_FROM_API,
-            )
-            from_api.append(name)
-        else:
-            unknown.append(name)
-    if from_api:
-        notes.append(
-            "kube_node_labels has no capacity-type label for "
-            f"{_names(from_api)}: capacity type read from the Kubernetes API's node labels instead "
-            "(current labels; add karpenter.sh/capacity-type to kube-state-metrics' "
-            "--metric-labels-allowlist=nodes=[...] for history)"
-        )
-    if unknown:
-        notes.append(
-            f"capacity type unknown for {_names(unknown)} (not in kube_node_labels nor the "
-            "Kubernetes API): priced as on-demand"
-        )
-    return nodes, notes
-
-
-def _names(names: list[str], limit: int = 5) -> str:
-    shown = ", ".join(names[:limit])
-    more = len(names) - limit
-    return f"node{'s' if len(names) > 1 else ''} {shown}" + (f" and {more} more" if more > 0 else "")
-
-
 def compute_cost_report(
     usage: UsageData,
     prices: PriceBook,
@@ -220,13 +203,17 @@ def compute_cost_report(
     team_label: str | None = "team",
     top_consumers: int = 5,
     api_nodes: Mapping[str, Node] | None = None,
+    energy: EnergyFactors | None = None,
 ) -> CostReport:
     """Price ``usage`` and split it by team (see the module docstring for every definition).
 
     ``api_nodes`` (node name -> model ``Node`` from the Kubernetes API) are consulted only for
     nodes whose capacity type the metrics lack, and the report's notes say so. A node that no
     price source covers is counted at $0 with a note naming it and the config that would fix it.
-    Every configured team appears, with zeros when it used nothing. Pure.
+    ``energy`` (PUE, carbon intensity, USD per kWh) turns the measured kWh into facility kWh and
+    kg CO2e, and bills the facility kWh of GPUs priced by hardware amortisation
+    (``PriceQuote.energy_billed``, on-prem) at its USD per kWh. Every configured team appears,
+    with zeros when it used nothing. Pure.
     """
     nodes, notes = resolve_nodes(usage, api_nodes)
     notes = list(usage.notes) + notes
@@ -260,6 +247,13 @@ def compute_cost_report(
     spot_hours: dict[str, float] = defaultdict(float)
     team_namespaces: dict[str, set[str]] = defaultdict(set)
     unpriced: set[str] = set()
+    billed_kwh: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # team -> energy USD, idle energy USD
+
+    def usd_per_kwh(pr: _Priced) -> float:
+        # USD per kWh at the GPU: the facility's kWh (x PUE) at the configured price.
+        if pr.quote is None or not pr.quote.energy_billed or energy is None or energy.usd_per_kwh is None:
+            return 0.0
+        return energy.usd_per_kwh * energy.pue
 
     for p in usage.pods:
         t = team(p.namespace)
@@ -272,32 +266,37 @@ def compute_cost_report(
         shown = f"{pr.gpu_model} {p.sharing}" if p.sharing else pr.gpu_model
         lkey = (shown, pr.capacity_label, rate, pr.quote.source if pr.quote else "")
         line_quote[lkey] = pr
-        acc = lines_by_team[t][lkey]
-        acc.gpu_hours += p.gpu_hours
-        acc.idle += idle
-        acc.cost += p.gpu_hours * rate
-        acc.idle_cost += idle * rate
+        kwh_rate = usd_per_kwh(pr)
+        figures = (p.gpu_hours, idle, rate, p.energy_kwh, p.idle_energy_kwh, p.energy_gpu_hours, kwh_rate)
+        lines_by_team[t][lkey].add(*figures)
+        if kwh_rate:
+            billed = billed_kwh[t]
+            billed[0] += p.energy_kwh * kwh_rate
+            billed[1] += p.idle_energy_kwh * kwh_rate
         if pr.capacity is CapacityType.SPOT:
             spot_hours[t] += p.gpu_hours
         kind, name, queue = consumer_of(usage.owners.get((p.namespace, p.pod)), p.namespace, p.pod)
         ckey = (kind, p.namespace, name)
         consumer_queue[ckey] = consumer_queue.get(ckey) or queue
-        c = consumers[t][ckey]
-        c.gpu_hours += p.gpu_hours
-        c.idle += idle
-        c.cost += p.gpu_hours * rate
-        c.idle_cost += idle * rate
+        consumers[t][ckey].add(*figures)
 
     daily: dict[str, dict[date, dict[str, float]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(float)))
     daily_idle: dict[str, dict[date, float]] = defaultdict(lambda: defaultdict(float))
+    # Billed energy has no daily rows of its own: a team's is spread over its days on billed GPUs
+    # by GPU-hours, so its days add up to its cost.
+    billed_days = [d for d in usage.daily if usd_per_kwh(priced(d.node, node_model.get(d.node)))]
+    billed_hours: dict[str, float] = defaultdict(float)
+    for d in billed_days:
+        billed_hours[team(d.namespace)] += d.gpu_hours
     for d in usage.daily:
         t = team(d.namespace)
         pr = priced(d.node, node_model.get(d.node))
         rate = pr.quote.usd_per_gpu_hour if pr.quote else 0.0
-        daily[t][d.day][pr.capacity_label] += d.gpu_hours * rate
-        daily_idle[t][d.day] += min(d.idle_gpu_hours, d.gpu_hours) * rate
+        part = d.gpu_hours / billed_hours[t] if usd_per_kwh(pr) and billed_hours[t] else 0.0
+        daily[t][d.day][pr.capacity_label] += d.gpu_hours * rate + billed_kwh[t][0] * part
+        daily_idle[t][d.day] += min(d.idle_gpu_hours, d.gpu_hours) * rate + billed_kwh[t][1] * part
 
-    unrequested, node_hours, node_cost = _unrequested(usage, priced, node_model, unpriced)
+    unrequested, node_hours, node_cost, node_kwh = _unrequested(usage, priced, node_model, unpriced, usd_per_kwh, energy)
     if unpriced:
         problems = sorted({priced_cache[k].problem or "" for k in priced_cache if k[0] in unpriced})
         models = sorted({priced_cache[k].gpu_model for k in priced_cache if k[0] in unpriced})
@@ -325,13 +324,14 @@ def compute_cost_report(
                     price_source=source or NO_PRICE,
                     price_as_of=quote.as_of if quote else "",
                     instance_type=quote.instance_type if quote else None,
+                    energy_cost_usd=acc.energy_cost,
                 )
             )
         lines.sort(key=lambda f: (-f.cost_usd, -f.gpu_hours, f.gpu_model, f.capacity_type))
         # Only the top few become ConsumerLines: a large fleet's team has 10,000s of owners.
         top = [
             ConsumerLine(kind, ns, name, c.gpu_hours, c.cost, c.idle, c.idle / c.gpu_hours if c.gpu_hours else 0.0,
-                     consumer_queue.get((kind, ns, name)))
+                     consumer_queue.get((kind, ns, name)), c.kwh)
             for (kind, ns, name), c in heapq.nsmallest(
                 top_consumers, consumers.get(t, {}).items(),
                 key=lambda kv: (-kv[1].cost, -kv[1].gpu_hours, kv[0][1], kv[0][2]),
@@ -339,6 +339,9 @@ def compute_cost_report(
         ]
         hours = sum(f.gpu_hours for f in lines)
         idle = sum(f.idle_gpu_hours for f in lines)
+        used = lines_by_team.get(t, {}).values()
+        team_energy = energy_use(sum(a.kwh for a in used), sum(a.idle_kwh for a in used),
+                                 sum(a.measured for a in used), energy)
         team_daily = tuple(
             DailyCost(
                 day,
@@ -369,41 +372,71 @@ def compute_cost_report(
             daily=team_daily,
             notes=tuple(team_notes),
             namespaces=tuple(sorted(team_namespaces[t] | set(teams.teams[t].namespaces if t in teams.teams else ()))),
+            energy=team_energy,
         )
+    if any(p.energy_gpu_hours for p in usage.pods) or usage.node_energy_kwh:
+        measured = sum(p.energy_gpu_hours for p in usage.pods)
+        notes.append(energy_definition(measured, sum(p.gpu_hours for p in usage.pods), energy))
+    elif usage.pods:
+        notes.append("GPU energy unknown: no DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION or DCGM_FI_DEV_POWER_USAGE series "
+                     "for these pods (add them to dcgm-exporter's counters CSV)")
+    if energy is not None and energy.usd_per_kwh is None and any(
+        q.quote is not None and q.quote.energy_billed for q in priced_cache.values()
+    ):
+        notes.append("on-prem GPUs are priced by amortisation alone: set energy.usd_per_kwh to charge their energy")
     return CostReport(
         usage.start, usage.end, reports, tuple(notes), usage.warnings, usage.covered_from,
         unrequested=unrequested, node_gpu_hours=node_hours, node_cost_usd=node_cost,
         gpu_free_teams=frozenset(team(ns) for ns in usage.namespace_labels if ns) - set(reports),
+        node_energy_kwh=node_kwh, energy_basis=energy.describe() if energy is not None else "",
+    )
+
+
+def energy_definition(measured_gpu_hours: float, gpu_hours: float, energy: EnergyFactors | None) -> str:
+    """The sentence a report shows to say what its energy figures are and how much was measured."""
+    share = f"{min(1.0, measured_gpu_hours / gpu_hours):.0%} of the requested GPU-hours" if gpu_hours else "no GPU-hours"
+    basis = energy.describe() if energy is not None else "PUE 1.0 (default: facility overhead not counted); no carbon intensity set"
+    return (
+        "Energy: kWh at the GPU, measured by DCGM (DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION where exported, else "
+        f"DCGM_FI_DEV_POWER_USAGE over time) for {share}; unmeasured steps are unknown, not counted. {basis}"
     )
 
 
 def _unrequested(
-    usage: UsageData, priced: Any, node_model: Mapping[str, str], unpriced: set[str]
-) -> tuple[UnrequestedLine | None, float, float]:
-    """The GPU-hours of each node no pod requested, and every GPU node's GPU-hours and cost. A
-    node whose pods show more GPU-hours than its capacity (the two series are sampled apart) is
-    counted at its pods', so teams + unrequested never exceed the total."""
-    if not usage.node_gpu_hours:
-        return None, 0.0, 0.0
+    usage: UsageData, priced: Any, node_model: Mapping[str, str], unpriced: set[str], usd_per_kwh: Any,
+    energy: EnergyFactors | None,
+) -> tuple[UnrequestedLine | None, float, float, float]:
+    """The GPU-hours and kWh of each node no pod requested, and every GPU node's GPU-hours, cost
+    and kWh. A node whose pods show more GPU-hours (or kWh) than the node (the series are sampled
+    apart) is counted at its pods', so teams + unrequested never exceed the total."""
+    if not usage.node_gpu_hours and not usage.node_energy_kwh:
+        return None, 0.0, 0.0, 0.0
     requested: dict[str, float] = defaultdict(float)
+    drawn: dict[str, float] = defaultdict(float)
     for p in usage.pods:
         requested[p.node] += p.gpu_hours
+        drawn[p.node] += p.energy_kwh
     by_node: dict[str, tuple[float, float]] = {}
-    total_hours = total_cost = 0.0
-    for node in sorted(set(usage.node_gpu_hours) | set(requested)):
+    free_kwh: dict[str, float] = {}
+    total_hours = total_cost = total_kwh = 0.0
+    for node in sorted(set(usage.node_gpu_hours) | set(requested) | set(usage.node_energy_kwh)):
         pr = priced(node, node_model.get(node))
-        rate = pr.quote.usd_per_gpu_hour if pr.quote else 0.0
+        rate, kwh_rate = (pr.quote.usd_per_gpu_hour if pr.quote else 0.0), usd_per_kwh(pr)
         if pr.quote is None and usage.node_gpu_hours.get(node):
             unpriced.add(node)
         capacity = max(usage.node_gpu_hours.get(node, 0.0), requested[node])
+        kwh = max(usage.node_energy_kwh.get(node, 0.0), drawn[node])
         total_hours += capacity
-        total_cost += capacity * rate
-        free = capacity - requested[node]
-        if free > 1e-9:
-            by_node[node] = (free, free * rate)
+        total_kwh += kwh
+        total_cost += capacity * rate + kwh * kwh_rate
+        free, spare = capacity - requested[node], kwh - drawn[node]
+        if free > 1e-9 or spare > 1e-9:
+            by_node[node] = (max(free, 0.0), max(free, 0.0) * rate + max(spare, 0.0) * kwh_rate)
+            free_kwh[node] = max(spare, 0.0)
     line = UnrequestedLine(
         gpu_hours=sum(h for h, _ in by_node.values()),
         cost_usd=sum(c for _, c in by_node.values()),
         by_node=dict(sorted(by_node.items(), key=lambda kv: (-kv[1][1], kv[0]))),
+        energy=energy_use(sum(free_kwh.values()), 0.0, 0.0, energy),
     )
-    return line, total_hours, total_cost
+    return line, total_hours, total_cost, total_kwh

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from actions.cost.report import CostReport, DailyCost, PriceLine, TeamReport, UnrequestedLine
+from actions.model.energy import EnergyUse
 
 # --- reports ---------------------------------------------------------------------------------------
 
@@ -61,6 +62,7 @@ def _price_lines(lines: Sequence[PriceLine]) -> tuple[PriceLine, ...]:
         merged[k] = f if m is None else dataclasses.replace(
             m, gpu_hours=m.gpu_hours + f.gpu_hours, cost_usd=m.cost_usd + f.cost_usd,
             idle_gpu_hours=m.idle_gpu_hours + f.idle_gpu_hours, idle_cost_usd=m.idle_cost_usd + f.idle_cost_usd,
+            energy_cost_usd=m.energy_cost_usd + f.energy_cost_usd,
         )
     return tuple(sorted(merged.values(), key=lambda f: (-f.cost_usd, -f.gpu_hours, f.gpu_model, f.capacity_type)))
 
@@ -96,6 +98,8 @@ def _team(name: str, parts: Sequence[tuple[str, TeamReport]], top: int, start: d
         daily=_daily([d for _, t in parts for d in t.daily]),
         notes=tuple(dict.fromkeys(f"{cluster}: {n}" for cluster, t in parts for n in t.notes)),
         namespaces=tuple(sorted({ns for _, t in parts for ns in t.namespaces})),
+        # Each cluster's CO2e at its own grid's intensity: summed, never recomputed.
+        energy=sum((t.energy for _, t in parts), EnergyUse()),
     )
 
 
@@ -128,9 +132,12 @@ def add_up(reports: Mapping[str, CostReport], start: datetime, end: datetime, to
         unrequested=UnrequestedLine(
             sum(u.gpu_hours for _, u in unrequested), sum(u.cost_usd for _, u in unrequested),
             dict(sorted(by_node.items(), key=lambda kv: (-kv[1][1], kv[0]))),
+            sum((u.energy for _, u in unrequested), EnergyUse()),
         ) if unrequested else None,
         node_gpu_hours=sum(r.node_gpu_hours for r in reports.values()),
         node_cost_usd=sum(r.node_cost_usd for r in reports.values()),
+        node_energy_kwh=sum(r.node_energy_kwh for r in reports.values()),
+        energy_basis="; ".join(dict.fromkeys(f"{c}: {r.energy_basis}" for c, r in reports.items() if r.energy_basis)),
         gpu_free_teams=frozenset().union(*(r.gpu_free_teams for r in reports.values())) - set(by_team),
     )
 

@@ -13,6 +13,7 @@ from typing import Any, Iterable, Mapping
 
 from actions.cost.periods import day_buckets
 from actions.model.codec import to_jsonable as _model_jsonable
+from actions.model.energy import EnergyUse
 from actions.model.kube import CapacityType
 
 UNALLOCATED = "unallocated"
@@ -38,7 +39,8 @@ class PriceLine:
     ``gpu_model`` is the GPU family as priced (``H100``), followed by the sharing when the GPUs
     were shared (``A100 MIG 1g.5gb``, ``H100 shared 1/4``); ``capacity_type`` is ``on-demand``, ``spot``, ``reserved/on-prem`` or ``unknown``;
     ``usd_per_gpu_hour`` USD per GPU-hour; ``price_source`` and ``price_as_of`` say where the
-    price came from (empty ``price_as_of`` when the source has no date).
+    price came from (empty ``price_as_of`` when the source has no date); ``energy_cost_usd`` the
+    part of ``cost_usd`` that is the facility's energy (USD, on-prem GPUs only).
     """
 
     gpu_model: str
@@ -51,6 +53,7 @@ class PriceLine:
     price_source: str
     price_as_of: str = ""
     instance_type: str | None = None
+    energy_cost_usd: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ class ConsumerLine:
     """One of a team's top consumers and what it used (GPU-hours, USD): ``kind`` is
     ``Notebook``, ``Workload`` (Kueue), ``Job``, ``Deployment``, ``StatefulSet``, ... or ``Pod``;
     ``idle_share`` ratio 0-1 of its GPU-hours that were idle; ``queue`` the Kueue LocalQueue when
-    the pods carried one."""
+    the pods carried one; ``gpu_energy_kwh`` the kWh its GPUs drew (measured, at the GPU)."""
 
     kind: str
     namespace: str
@@ -68,6 +71,7 @@ class ConsumerLine:
     idle_gpu_hours: float
     idle_share: float
     queue: str | None = None
+    gpu_energy_kwh: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,8 @@ class TeamReport:
 
     GPU-hours, USD; ``efficiency`` and ``spot_ratio`` are ratios 0-1 (``None`` when the team used
     no GPU-hours). ``price_lines`` is sorted by cost, highest first; ``top_consumers`` likewise and
-    cut to the report's top N; ``daily`` covers every UTC day the period touches.
+    cut to the report's top N; ``daily`` covers every UTC day the period touches; ``energy`` the
+    kWh and kg CO2e of its GPUs (:class:`~actions.model.energy.EnergyUse`).
     """
 
     team: str
@@ -106,6 +111,7 @@ class TeamReport:
     daily: tuple[DailyCost, ...] = ()
     notes: tuple[str, ...] = ()
     namespaces: tuple[str, ...] = ()
+    energy: EnergyUse = EnergyUse()
 
     @property
     def idle_share(self) -> float | None:
@@ -121,11 +127,12 @@ class TeamReport:
 @dataclass(frozen=True)
 class UnrequestedLine:
     """GPU-hours of nodes that no pod requested, and what they cost: ``by_node`` node -> (GPU-hours,
-    USD), highest cost first."""
+    USD), highest cost first; ``energy`` what those GPUs drew."""
 
     gpu_hours: float
     cost_usd: float
     by_node: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    energy: EnergyUse = EnergyUse()
 
 
 @dataclass(frozen=True)
@@ -147,6 +154,8 @@ class CostReport:
     # Teams of namespaces that ran no GPU pod in the period: asked for by name they get a $0
     # report (:meth:`team`), yet they stay out of ``teams`` and so out of the all-teams table.
     gpu_free_teams: frozenset[str] = frozenset()
+    node_energy_kwh: float = 0.0  # kWh every GPU node's GPUs drew, measured
+    energy_basis: str = ""  # the PUE and carbon intensity used, with their sources
 
     def team(self, name: str) -> TeamReport | None:
         """``name``'s report; a $0 one for a team that exists but used no GPU in the period (a
@@ -188,11 +197,13 @@ _JSON_KEYS = {"price_lines": "by_flavor"}
 
 def to_jsonable(obj: Any) -> Any:
     """A report (CostReport, TeamReport or any part) as JSON values: datetimes RFC 3339, dates
-    ISO, USD and GPU-hours as floats; a TeamReport gains ``idle_share`` (ratio 0-1)."""
+    ISO, USD and GPU-hours as floats; a TeamReport gains ``idle_share`` (ratio 0-1) and its energy
+    figures at its top level (:func:`energy_json`)."""
     if isinstance(obj, TeamReport):
-        out = {_JSON_KEYS.get(k, k): to_jsonable(getattr(obj, k)) for k in obj.__dataclass_fields__}
+        out = {_JSON_KEYS.get(k, k): to_jsonable(getattr(obj, k)) for k in obj.__dataclass_fields__ if k != "energy"}
         out["idle_share"] = obj.idle_share
         out["unpriced_gpu_hours"] = obj.unpriced_gpu_hours
+        out.update(energy_json(obj.energy, obj.gpu_hours))
         return out
     if isinstance(obj, DailyCost):
         return {
@@ -209,11 +220,14 @@ def to_jsonable(obj: Any) -> Any:
             "notes": list(obj.notes),
             "unrequested": (
                 {"gpu_hours": obj.unrequested.gpu_hours, "cost_usd": obj.unrequested.cost_usd,
-                 "by_node": {n: {"gpu_hours": h, "cost_usd": c} for n, (h, c) in obj.unrequested.by_node.items()}}
+                 "by_node": {n: {"gpu_hours": h, "cost_usd": c} for n, (h, c) in obj.unrequested.by_node.items()},
+                 **energy_json(obj.unrequested.energy, None)}
                 if obj.unrequested else None
             ),
             "node_gpu_hours": obj.node_gpu_hours,
             "node_cost_usd": obj.node_cost_usd,
+            "node_gpu_energy_kwh": obj.node_energy_kwh,
+            "energy_basis": obj.energy_basis,
             "reconciles": obj.reconciles if obj.node_gpu_hours else None,
             "warnings": list(obj.warnings),
             "coverage": obj.coverage,
@@ -224,6 +238,21 @@ def to_jsonable(obj: Any) -> Any:
     if isinstance(obj, date) and not isinstance(obj, datetime):
         return obj.isoformat()
     return _model_jsonable(obj)
+
+
+def energy_json(energy: EnergyUse, gpu_hours: float | None) -> dict[str, float | None]:
+    """The published energy keys of a team (``gpu_hours`` given: with the measured share, ratio
+    0-1) or of the unrequested GPUs: kWh at the GPU, idle kWh, facility kWh, kg CO2e."""
+    out: dict[str, float | None] = {
+        "gpu_energy_kwh": energy.gpu_energy_kwh,
+        "idle_gpu_energy_kwh": energy.idle_gpu_energy_kwh,
+        "facility_energy_kwh": energy.facility_energy_kwh,
+        "co2e_kg": energy.co2e_kg,
+        "idle_co2e_kg": energy.idle_co2e_kg,
+    }
+    if gpu_hours is not None:
+        out["energy_measured_share"] = energy.measured_share(gpu_hours)
+    return out
 
 
 def table_order(reports: Iterable[TeamReport]) -> list[TeamReport]:

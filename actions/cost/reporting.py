@@ -17,6 +17,7 @@ from actions.cost.engine import compute_cost_report
 from actions.cost.fleet import FleetReport, fleet_report
 from actions.cost.gc_pause import gc_paused
 from actions.cost.report import CostReport
+from actions.energy.settings import EnergyFactors
 from actions.model.kube import Node
 from actions.policy.rules import Policy
 from actions.policy.teams import TeamDirectory
@@ -32,13 +33,15 @@ class CostSetup:
     """What cost reports need besides the Runtime's prices and teams: the usage source and the
     ``costs`` settings (``team_label`` namespace label key, ``top_consumers`` per team,
     ``timezone`` for ``mtd``/``last-month``) and ``spot_ratio_target``, ratio 0-1, shown beside
-    each team's spot ratio (``alerts.spot_ratio_target``)."""
+    each team's spot ratio (``alerts.spot_ratio_target``); ``energy`` the cluster's PUE, carbon
+    intensity and electricity price (``energy``, merged with the cluster's own)."""
 
     usage: UsageSource
     team_label: str | None = "team"
     top_consumers: int = 5
     timezone: str = "UTC"
     spot_ratio_target: float = 0.4
+    energy: EnergyFactors | None = None
 
 
 def build_report(
@@ -75,6 +78,7 @@ def build_report(
             team_label=setup.team_label,
             top_consumers=setup.top_consumers,
             api_nodes=nodes,
+            energy=setup.energy,
         )
     return dataclasses.replace(report, notes=report.notes + tuple(extra)) if extra else report
 

@@ -8,12 +8,13 @@ power, pods without series). Pure.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from actions.detect.gate import gate_all
 from actions.detect.idle import TelemetrySet, detect_idle
 from actions.detect.unrequested import unrequested_gpus
+from actions.energy.settings import EnergyFactors
 from actions.model.findings import Finding
 from actions.model.snapshot import ClusterSnapshot
 from actions.model.telemetry import ENGINE_ACTIVE, GPU_UTIL, POWER_USAGE, TelemetrySnapshot
@@ -69,6 +70,15 @@ class Detection:
 
     findings: list[Finding]
     warnings: tuple[str, ...] = ()
+
+
+def with_energy(detection: Detection, energy: EnergyFactors | None) -> Detection:
+    """``detection`` with each finding carrying its cluster's PUE and carbon intensity (g CO2e per
+    kWh), so its proposal can say the kg CO2e a day the idle GPUs cause. Pure."""
+    if energy is None:
+        return detection
+    findings = [replace(f, pue=energy.pue, gco2e_per_kwh=energy.gco2e_per_kwh) for f in detection.findings]
+    return Detection(findings, detection.warnings)
 
 
 def detect(

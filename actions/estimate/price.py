@@ -37,6 +37,8 @@ from __future__ import annotations
 from dataclasses import replace
 from decimal import ROUND_HALF_UP, Decimal
 
+from actions.energy.settings import EnergyFactors
+from actions.estimate.energy import estimate_energy
 from actions.estimate.market import matches, where_known
 from actions.estimate.render import reading
 from actions.estimate.request import (
@@ -73,8 +75,10 @@ def interruption_overhead(interruption_hours: float, checkpoint_hours: float) ->
     return interruption_hours / (interruption_hours - lost)
 
 
-def compute_estimate(req: EstimateRequest, prices: PriceBook) -> Estimate:
-    """Price ``req`` on-demand and on spot (how, in the module docstring). Pure.
+def compute_estimate(req: EstimateRequest, prices: PriceBook, energy: EnergyFactors | None = None) -> Estimate:
+    """Price ``req`` on-demand and on spot (how, in the module docstring), each option with the
+    energy of its GPU-hours at its model's board power (an upper bound; the facility's kWh and kg
+    CO2e too with the cluster's ``energy`` factors: :mod:`actions.estimate.energy`). Pure.
 
     Raises EstimateInputError when the request names a GPU model or instance type that has no
     price, saying which and how to set one in the config, with an example that gives a price.
@@ -101,7 +105,15 @@ def compute_estimate(req: EstimateRequest, prices: PriceBook) -> Estimate:
             f"{interruption}, {checkpoint}: each interruption redoes half a checkpoint interval on "
             "average; restart time is not counted"
         )
+    options = tuple(replace(o, energy=estimate_energy(o.gpu_model, _memory(o, req, prices), gpu_hours, energy))
+                    for o in options)
     return Estimate(req, gpu_hours, options, comparison, tuple(assumptions), reading(req))
+
+
+def _memory(o: Option, req: EstimateRequest, prices: PriceBook) -> str | None:
+    """The memory (and form factor) of an option's GPU as said or as its catalog entry has it."""
+    entry = prices.catalog.entry(o.instance_type) if o.instance_type else None
+    return req.gpu_memory or (entry.gpu_memory if entry else None)
 
 
 def _option(

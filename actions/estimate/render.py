@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from actions.estimate.energy import energy_jsonable
 from actions.estimate.request import CostLine, Estimate, EstimateRequest, Option
 from actions.model.codec import to_jsonable
 from actions.model.kube import CapacityType
@@ -82,7 +83,9 @@ def estimate_to_jsonable(est: Estimate) -> dict[str, Any]:
     """The estimate as JSON-ready data (``gpu-cost-bot estimate ... --json``): money in USD
     (totals to the cent, per GPU-hour to 4 decimals, the figures the text shows), hours, percents
     0-100 to 1 decimal. ``options`` has one object per priced model; ``on_demand`` and ``spot``
-    repeat the one option's when the request named one, and are ``null`` in a comparison."""
+    repeat the one option's when the request named one, and are ``null`` in a comparison; so do
+    ``energy_kwh`` (kWh at the GPUs, an upper bound: the board power x GPU-hours; ``null`` too when
+    the model's board power is unknown) and ``energy`` (its source, the facility's kWh, kg CO2e)."""
     req = est.request
     options = [_option_jsonable(o) for o in est.options]
     answer = None if est.comparison else options[0]
@@ -114,6 +117,8 @@ def estimate_to_jsonable(est: Estimate) -> dict[str, Any]:
         "options": options,
         "on_demand": answer["on_demand"] if answer else None,
         "spot": answer["spot"] if answer else None,
+        "energy_kwh": est.energy_kwh,
+        "energy": answer["energy"] if answer else None,
         "assumptions": list(est.assumptions),
     }
 
@@ -127,6 +132,7 @@ def _option_jsonable(o: Option) -> dict[str, Any]:
         "on_demand": None,
         "spot": None,
         "notes": list(o.notes),
+        "energy": energy_jsonable(o.energy),
     }
     if o.on_demand is not None:
         out["on_demand"] = {

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from actions.estimate.energy import EnergyEstimate
 from actions.model.kube import CapacityType
 from actions.model.quote import PriceQuote
 from actions.model.times import HOURS_PER_YEAR
@@ -251,7 +252,8 @@ class Option:
     """One way to buy the GPU-hours: a GPU model on an instance type (``instance_gpus`` GPUs, in
     ``where``, e.g. ``"aws us-east-1"``), priced on-demand and on spot (each ``None`` when no
     price is known). ``notes`` say how the instance type was chosen and which price is missing
-    and how to set it."""
+    and how to set it. ``energy`` is the energy of the GPU-hours on it, an upper bound
+    (:mod:`actions.estimate.energy`; ``None`` until :func:`~actions.estimate.price.compute_estimate` sets it)."""
 
     gpu_model: str | None
     instance_type: str | None
@@ -260,6 +262,7 @@ class Option:
     on_demand: CostLine | None
     spot: SpotCost | None
     notes: tuple[str, ...] = ()
+    energy: EnergyEstimate | None = None
 
 
 @dataclass(frozen=True)
@@ -280,6 +283,13 @@ class Estimate:
     def answer(self) -> Option | None:
         """The one option priced, or ``None`` for a comparison."""
         return None if self.comparison else self.options[0]
+
+    @property
+    def energy_kwh(self) -> float | None:
+        """At most this many kWh at the GPUs (the answer's board power x GPU-hours); ``None`` in a
+        comparison (each option has its own) or when the model's board power is unknown."""
+        answer = self.answer
+        return answer.energy.kwh if answer is not None and answer.energy is not None else None
 
 
 def words_read(req: EstimateRequest) -> str:

@@ -12,7 +12,10 @@ as ``kube_node_labels`` gave them that hour.
 Two kinds of rows (``measure``): :data:`~actions.model.ledger.REQUESTED` (stored as ``held``),
 GPU-hours pods requested (idle part included), and ``capacity``, the GPU-hours a node had whether
 requested or not; a node's unrequested GPU-hours are its capacity minus what its pods requested.
-GPU-hours are physical-GPU equivalents.
+GPU-hours are physical-GPU equivalents. Each row also keeps the energy its GPUs drew (kWh at the
+GPU, the part in idle steps, and the GPU-hours it was measured over; a ``capacity`` row: all the
+node's GPUs), summed like the GPU-hours; rows written before the ledger kept energy read 0 in all
+three, energy not measured.
 """
 
 from __future__ import annotations
@@ -61,12 +64,16 @@ def rows_from_usage(
     records the price in force. Raises ValueError when ``hour`` is not the start of an hour."""
     if hour != floor_hour(hour):
         raise ValueError(f"{hour.isoformat()} is not the start of an hour; e.g. 2026-11-20T06:00:00Z")
-    requested: dict[tuple, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    # Per key: GPU-hours, idle GPU-hours, kWh, idle kWh, GPU-hours whose energy was measured.
+    requested: dict[tuple, list[float]] = defaultdict(lambda: [0.0] * 5)
     for p in usage.pods:
         kind, name, queue = consumer_of(usage.owners.get((p.namespace, p.pod)), p.namespace, p.pod)
         acc = requested[(p.namespace, kind, name, queue, p.node, p.gpu_model, p.sharing)]
         acc[0] += p.gpu_hours
         acc[1] += min(p.idle_gpu_hours, p.gpu_hours)
+        acc[2] += p.energy_kwh
+        acc[3] += p.idle_energy_kwh  # as measured (not capped like the idle GPU-hours)
+        acc[4] += p.energy_gpu_hours
 
     def team(ns: str) -> str | None:
         return usage.namespace_labels.get(ns, {}).get(team_label) if team_label else None
@@ -87,13 +94,22 @@ def rows_from_usage(
     hour = floor_hour(hour)
     rows = [
         LedgerRow(hour, cluster, REQUESTED, ns, kind, name, node, hours, idle, queue, team(ns), model, sharing,
-                  **node_facts(node, model))
-        for (ns, kind, name, queue, node, model, sharing), (hours, idle) in sorted(requested.items(), key=_key)
+                  **node_facts(node, model), energy_kwh=kwh, idle_energy_kwh=idle_kwh, energy_gpu_hours=measured)
+        for (ns, kind, name, queue, node, model, sharing), (hours, idle, kwh, idle_kwh, measured)
+        in sorted(requested.items(), key=_key)
     ]
+    # A node's capacity row also carries the kWh all its GPUs drew, measured over all its GPU-hours
+    # (node_energy_kwh is per node, not per GPU). A node whose GPUs drew energy in an hour its
+    # capacity series lacked still gets a capacity row, of 0 GPU-hours, so its energy is kept;
+    # usage_from_rows reads such a row back as energy only (no capacity), as Prometheus gave it.
+    # Its energy_gpu_hours is 0 too: the GPU-hours it was measured over are not known.
+    energy = usage.node_energy_kwh
+    capacity = {n: h for n, h in usage.node_gpu_hours.items() if h > 0}
+    capacity.update({n: 0.0 for n, kwh in energy.items() if kwh > 0 and n not in capacity})
     rows += [
-        LedgerRow(hour, cluster, CAPACITY, "", "", "", node, hours, **node_facts(node, None))
-        for node, hours in sorted(usage.node_gpu_hours.items())
-        if hours > 0
+        LedgerRow(hour, cluster, CAPACITY, "", "", "", node, hours, **node_facts(node, None),
+                  energy_kwh=energy.get(node, 0.0), energy_gpu_hours=hours if node in energy else 0.0)
+        for node, hours in sorted(capacity.items())
     ]
     return rows
 
@@ -116,17 +132,23 @@ def usage_from_rows(
     """The :class:`~actions.model.usage.UsageData` of ``[start, end]`` from the ledger's sums for it
     (``rows``: one per key, ``hour`` the latest hour the key was seen; ``days``: per UTC day,
     namespace and node, idle at most the GPU-hours). A node's and a namespace's labels are those of the latest hour, as
-    ``last_over_time`` gives them in a report from Prometheus. Pure."""
+    ``last_over_time`` gives them in a report from Prometheus. Energy comes back in each pod's
+    fields and, from the capacity rows, in ``node_energy_kwh`` (only the nodes whose energy was
+    measured: rows written before the ledger kept energy add none). Pure."""
     pods: dict[tuple, list] = {}
     owners: dict[tuple[str, str], PodOwner] = {}
     latest: dict[str, LedgerRow] = {}
     teams: dict[str, tuple[datetime, str | None]] = {}
     capacity: dict[str, float] = defaultdict(float)
+    energy: dict[str, float] = defaultdict(float)
     for r in rows:
         if r.node not in latest or latest[r.node].hour < r.hour:
             latest[r.node] = r
         if r.measure == CAPACITY:
             capacity[r.node] += r.gpu_hours
+            # A node's energy when measured (rows written before the ledger kept energy: unknown).
+            if r.energy_kwh > 0 or r.energy_gpu_hours > 0:
+                energy[r.node] += r.energy_kwh
             continue
         if r.namespace not in teams or teams[r.namespace][0] < r.hour:
             teams[r.namespace] = (r.hour, r.namespace_team)
@@ -134,14 +156,18 @@ def usage_from_rows(
         pod = f"{r.consumer_kind}/{r.consumer_name}/{r.queue or ''}"
         if (r.namespace, pod) not in owners:
             owners[(r.namespace, pod)] = owner_for(r.namespace, pod, r.consumer_kind, r.consumer_name, r.queue)
-        acc = pods.setdefault((r.namespace, pod, r.node, r.gpu_model, r.sharing), [0.0, 0.0])
+        acc = pods.setdefault((r.namespace, pod, r.node, r.gpu_model, r.sharing), [0.0] * 5)
         acc[0] += r.gpu_hours
         acc[1] += r.idle_gpu_hours
+        acc[2] += r.energy_kwh
+        acc[3] += r.idle_energy_kwh
+        acc[4] += r.energy_gpu_hours
     # As a report from Prometheus orders them (by namespace, pod, node): the first pod on a node
     # to name its GPU model names it for the node's daily rows.
     pod_rows = tuple(
-        PodUsage(ns, pod, node, hours, idle, model, sharing)
-        for (ns, pod, node, model, sharing), (hours, idle) in sorted(pods.items(), key=lambda kv: kv[0][:3])
+        PodUsage(ns, pod, node, hours, idle, model, sharing, kwh, idle_kwh, measured)
+        for (ns, pod, node, model, sharing), (hours, idle, kwh, idle_kwh, measured)
+        in sorted(pods.items(), key=lambda kv: kv[0][:3])
     )
     nodes = {
         n: NodeInfo(n, instance_type=r.instance_type, gpu_model=r.gpu_product, replicas=r.replicas,
@@ -161,7 +187,9 @@ def usage_from_rows(
         namespace_labels=labels,
         idle_threshold_pct=idle_threshold_pct,
         warnings=tuple(warnings),
-        node_gpu_hours=dict(capacity),
+        # Only nodes that had GPUs, as Prometheus gives them: a capacity row of 0 GPU-hours holds energy only.
+        node_gpu_hours={n: x for n, x in capacity.items() if x > 0},
+        node_energy_kwh=dict(energy),
     )
 
 
@@ -199,12 +227,15 @@ def merge_usage(parts: Sequence[UsageData], start: datetime, end: datetime) -> U
     owners: dict[tuple[str, str], PodOwner] = {}
     labels: dict[str, Mapping[str, str]] = {}
     capacity: dict[str, float] = defaultdict(float)
+    energy: dict[str, float] = defaultdict(float)
     for u in ordered:
         nodes.update(u.nodes)
         owners.update(u.owners)
         labels.update(u.namespace_labels)
         for node, hours in u.node_gpu_hours.items():
             capacity[node] += hours
+        for node, kwh in u.node_energy_kwh.items():
+            energy[node] += kwh
     threshold = next((u.idle_threshold_pct for u in ordered if u.idle_threshold_pct is not None), None)
     return replace(
         ordered[0],
@@ -220,4 +251,5 @@ def merge_usage(parts: Sequence[UsageData], start: datetime, end: datetime) -> U
         warnings=tuple(dict.fromkeys(w for u in ordered for w in u.warnings)),
         covered_from=None,
         node_gpu_hours=dict(capacity),
+        node_energy_kwh=dict(energy),
     )

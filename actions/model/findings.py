@@ -142,6 +142,8 @@ class Finding:
     ``handling`` is the policy the finding was made under. ``cluster`` names the cluster it was
     found in when the bot watches several (``clusters:``); empty for a bot of one cluster, whose
     requests store its ``cluster_name`` (an empty name never stands for "the first cluster").
+    ``pue`` and ``gco2e_per_kwh`` (g CO2e per kWh, ``None``: unknown) are the cluster's energy
+    factors when the finding was made, for :attr:`co2e_kg_per_day`.
     """
 
     kind: str  # "idle-notebook" | "idle-workload" | "idle-serving" | "unrequested-gpus"
@@ -177,6 +179,8 @@ class Finding:
     devices: Mapping[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     cluster: str = ""
+    pue: float = 1.0
+    gco2e_per_kwh: float | None = None
 
     @property
     def reserved(self) -> bool:
@@ -186,6 +190,20 @@ class Finding:
     @property
     def usd_per_day(self) -> float:
         return self.usd_per_hour * 24
+
+    @property
+    def kwh_per_day(self) -> float | None:
+        """kWh a day the GPUs draw at the GPU at the evidence's mean power (a MIG instance or a
+        replica its share of its GPU's: the mean over the evidence x ``gpus``); None without a
+        power reading."""
+        watts = [e.mean_power_w for e in self.evidence if e.mean_power_w is not None]
+        return sum(watts) / len(watts) * self.gpus * 24 / 1000 if watts else None
+
+    @property
+    def co2e_kg_per_day(self) -> float | None:
+        """kg CO2e a day of :attr:`kwh_per_day` at the facility (x ``pue``) and ``gco2e_per_kwh``."""
+        kwh = self.kwh_per_day
+        return None if kwh is None or self.gco2e_per_kwh is None else kwh * self.pue * self.gco2e_per_kwh / 1000
 
     @property
     def usd_so_far(self) -> float:

@@ -30,7 +30,10 @@ class LedgerRow:
     none (the report then asks the Kubernetes API, as it does for Prometheus).
     ``gpu_hours``/``idle_gpu_hours``: GPU-hours (physical-GPU equivalents). ``usd_per_gpu_hour``
     (USD per GPU-hour) and ``price_source``: the price in force when the hour was written (shown,
-    never re-used: a report prices with the prices of its own day)."""
+    never re-used: a report prices with the prices of its own day). ``energy_kwh``: kWh drawn at
+    the GPU (a capacity row: all the node's GPUs), ``idle_energy_kwh`` the part in idle steps,
+    ``energy_gpu_hours`` the GPU-hours whose energy was measured (0 in rows written before the
+    ledger kept energy: unknown, not zero)."""
 
     hour: datetime
     cluster: str
@@ -52,6 +55,9 @@ class LedgerRow:
     node_pool: str | None = None
     usd_per_gpu_hour: float | None = None
     price_source: str | None = None
+    energy_kwh: float = 0.0
+    idle_energy_kwh: float = 0.0
+    energy_gpu_hours: float = 0.0
 
     @property
     def day(self) -> date:

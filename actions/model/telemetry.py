@@ -12,7 +12,9 @@ from datetime import datetime
 
 ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"
-POWER_USAGE = "DCGM_FI_DEV_POWER_USAGE"
+POWER_USAGE = "DCGM_FI_DEV_POWER_USAGE"  # field 155, watts, a gauge
+# Field 156, millijoules since the driver loaded, a counter (dcgm-exporter etc/default-counters.csv).
+TOTAL_ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
 
 
 @dataclass(frozen=True)

@@ -40,17 +40,23 @@ class PodUsage:
     idle_gpu_hours: float = 0.0
     gpu_model: str | None = None
     sharing: str | None = None
+    energy_kwh: float = 0.0
+    idle_energy_kwh: float = 0.0
+    energy_gpu_hours: float = 0.0
 
 
 @dataclass(frozen=True)
 class DailyUsage:
-    """GPU-hours of one namespace on one node during one UTC day (``day``)."""
+    """GPU-hours of one namespace on one node during one UTC day (``day``), and the kWh its GPUs
+    drew (``energy_kwh``, at the GPU, measured; ``idle_energy_kwh`` in idle steps)."""
 
     day: date
     namespace: str
     node: str
     gpu_hours: float
     idle_gpu_hours: float = 0.0
+    energy_kwh: float = 0.0
+    idle_energy_kwh: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,7 @@ class UsageData:
     warnings: tuple[str, ...] = ()
     covered_from: datetime | None = None
     node_gpu_hours: Mapping[str, float] = field(default_factory=dict)  # node -> GPU-hours it had
+    node_energy_kwh: Mapping[str, float] = field(default_factory=dict)  # node -> kWh all its GPUs drew
 
     def nodes_missing_capacity_type(self) -> list[str]:
         """Names of nodes pods ran on whose capacity type the metrics did not give, sorted."""

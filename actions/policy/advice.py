@@ -8,7 +8,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from actions.model.durations import Hours, Seconds
-from actions.pricing.catalog import family_key
+from actions.pricing.catalog import by_family
 
 
 class CommitmentRate(BaseModel):
@@ -67,14 +67,7 @@ class AdvicePolicy(BaseModel):
     @field_validator("commitment_rates")
     @classmethod
     def _family_keys(cls, v: dict[str, CommitmentRate]) -> dict[str, CommitmentRate]:
-        # People write "h100" or "NVIDIA H100 80GB HBM3"; prices are matched on the family key.
-        out: dict[str, CommitmentRate] = {}
-        for name, rate in v.items():
-            key = family_key(name)
-            if key in out:
-                raise ValueError(f"commitment_rates lists family {key} twice (as {name!r} too)")
-            out[key] = rate
-        return out
+        return by_family(v, "commitment_rates")
     commitment_rates: dict[str, CommitmentRate] = Field(default_factory=dict)
     smaller_gpu_max_pct: float = Field(80.0, gt=0, le=100)
     reserved_idle_ratio: float = Field(0.2, gt=0, le=1)

@@ -15,7 +15,10 @@ Lookup order of :meth:`PriceBook.quote`, first hit wins:
 3. the bundled catalog entry for the instance type;
 4. the config flat price for the GPU family (``prices.gpu_families``, for on-prem or reserved
    capacity, the same for every capacity type);
-5. the catalog default for the GPU family: the median per-GPU-hour price over the catalog entries
+5. on-prem hardware amortised (``prices.on_prem``: the family's entry, else its default; also for
+   a node with no GPU model known), capacity type RESERVED, ``energy_billed`` (see
+   :mod:`actions.pricing.on_prem`); not for :meth:`PriceBook.gpu_hour`, nor a strict spot request;
+6. the catalog default for the GPU family: the median per-GPU-hour price over the catalog entries
    of that family (spot median for spot capacity);
 
 and otherwise :class:`PriceNotFound`.
@@ -35,8 +38,8 @@ discount naming the instance type wins over one naming its GPU family. The disco
 ``source`` ends with the discount (kind, ``prices.discounts[i]``, terms, note, as-of date); its
 ``as_of`` is the on-demand price's for a percent, the discount's for a rate.
 
-A quote keeps the capacity type it was asked for; its ``source`` says which price was used. A
-config price without ``as_of`` gives a quote with an empty ``as_of``.
+A quote keeps the capacity type it was asked for (an on-prem quote's is RESERVED); its ``source``
+says which price was used. A config price without ``as_of`` gives a quote with an empty ``as_of``.
 """
 
 from __future__ import annotations
@@ -51,13 +54,17 @@ from actions.model.times import format_time
 from actions.pricing.catalog import PriceCatalog, family_key, instance_key
 from actions.pricing.discounts import Discount
 from actions.pricing.live import LiveKey, LiveOffer, LivePrice, live_offer
+from actions.pricing.on_prem import on_prem_quote
 from actions.pricing.overrides import PriceOverrides
 
 
-def config_example(instance_type: str | None, family: str | None, *, spot: bool = False) -> str:
+def config_example(
+    instance_type: str | None, family: str | None, *, spot: bool = False, on_prem: bool = False
+) -> str:
     """The config lines that would price ``instance_type`` (USD per instance-hour) or ``family``
     (USD per GPU-hour), as one-line YAML a reader can paste. With ``spot``, only the instance
-    type's spot rate: a flat family price is not a spot price. The figures are placeholders."""
+    type's spot rate: a flat family price is not a spot price. With ``on_prem`` (a node without
+    an instance type), ``prices.on_prem`` too. The figures are placeholders."""
     if spot:
         return f"prices: {{instance_types: {{{instance_type or 'p5.48xlarge'}: {{spot_usd_per_hour: 20.0}}}}}}"
     examples = []
@@ -66,6 +73,8 @@ def config_example(instance_type: str | None, family: str | None, *, spot: bool 
             f"prices: {{instance_types: {{{instance_type}: {{on_demand_usd_per_hour: 12.0, gpus: 8}}}}}}"
         )
     examples.append(f"prices: {{gpu_families: {{{family or 'H100'}: {{usd_per_gpu_hour: 2.5}}}}}}")
+    if on_prem:
+        examples.append('prices: {on_prem: {usd_per_gpu: 30000, years: 4, as_of: "2025-06"}}')
     return " or ".join(examples)
 
 
@@ -134,14 +143,16 @@ class PriceBook:
         family = family_key(gpu_model) if gpu_model else None
         if family is None:
             tried.append("GPU family: no GPU model known")
+            q = on_prem_quote(self.overrides.on_prem, None, capacity_type, tried, strict=strict)
         else:
-            q = self._family_quote(family, capacity_type, strict=strict, tried=tried)
-            if q is not None:
-                return q
+            q = self._family_quote(family, capacity_type, strict=strict, tried=tried, on_prem=True)
+        if q is not None:
+            return q
+        example = config_example(instance_type, family, on_prem=not instance_type)
         raise PriceNotFound(
             f"no price for instance type {instance_type!r}, GPU model {gpu_model!r} ({capacity_type.value}): "
             + "; ".join(tried)
-            + f". Add a price to the config, e.g. {config_example(instance_type, family)}"
+            + f". Add a price to the config, e.g. {example}"
         )
 
     def gpu_hour(
@@ -338,6 +349,7 @@ class PriceBook:
         *,
         strict: bool,
         tried: list[str],
+        on_prem: bool = False,
     ) -> PriceQuote | None:
         flat = self.overrides.gpu_families.get(family)
         tried.append(f"config prices.gpu_families.{family}: {'set' if flat else 'not set'}")
@@ -354,6 +366,9 @@ class PriceBook:
                 basis="gpu-model",
                 gpu_model=family,
             )
+        owned = on_prem_quote(self.overrides.on_prem, family, capacity, tried, strict=strict) if on_prem else None
+        if owned is not None:
+            return owned
         entries = self.catalog.family_entries(family)
         if not entries:
             tried.append(f"bundled catalog: no {family} instance types")

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 from importlib import resources
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from actions.hardware.gpus import FAMILIES, gpu_family
+
+T = TypeVar("T")
 
 BUNDLED_CATALOG = "prices.json"  # in the package's data/ directory
 
@@ -157,3 +159,16 @@ def family_key(gpu_model: str) -> str:
     HBM3"`` -> ``"H100"``); a name of no known family is kept, upper-cased, so on-prem models the
     policy does not know can still be priced by config."""
     return gpu_family(gpu_model) or gpu_model.strip().upper()
+
+
+def by_family(entries: Mapping[str, T], field: str = "gpu_families") -> dict[str, T]:
+    """``entries`` (a config's ``field``, e.g. ``gpu_families``) keyed by :func:`family_key`: people
+    write "h100" or "NVIDIA H100 80GB HBM3". Raises ValueError when two names are one family
+    (``A100`` and ``NVIDIA A100-SXM4-80GB``)."""
+    out: dict[str, T] = {}
+    for name, value in entries.items():
+        key = family_key(name)
+        if key in out:
+            raise ValueError(f"{field} lists family {key} twice (as {name!r} too)")
+        out[key] = value
+    return out

@@ -1,6 +1,7 @@
 """Prices from the config (``prices:``): per instance type over the catalog, flat per GPU family
-(on-prem or negotiated), billing discounts on on-demand hours (``discounts``, see
-:mod:`actions.pricing.discounts`), and whether to fetch live AWS prices. Pydantic models the
+(on-prem or negotiated), on-prem hardware amortised (``on_prem``, see :mod:`actions.pricing.on_prem`),
+billing discounts on on-demand hours (``discounts``, see :mod:`actions.pricing.discounts`), and
+whether to fetch live AWS prices. Pydantic models the
 settings validate into; no I/O.
 """
 
@@ -9,8 +10,9 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from actions.model.durations import Seconds
-from actions.pricing.catalog import PriceCatalog, family_key, instance_key
+from actions.pricing.catalog import PriceCatalog, by_family, instance_key
 from actions.pricing.discounts import Discount, check_overlaps, find_discount
+from actions.pricing.on_prem import OnPremPrices
 
 # --- config overrides ------------------------------------------------------------------------------
 
@@ -106,7 +108,8 @@ class PriceOverrides(BaseModel):
     rates per instance-hour; ``gpu_families`` maps GPU family (``H100``, ``A100``, or a GPU model
     name such as ``NVIDIA A100-SXM4-80GB``, reduced to its family) -> a flat USD per GPU-hour;
     ``discounts`` lists Reserved Instances and Savings Plans (:class:`~actions.pricing.discounts.Discount`),
-    no instance type or family in two of them.
+    no instance type or family in two of them; ``on_prem`` amortises bought hardware
+    (:class:`~actions.pricing.on_prem.OnPremPrices`), for nodes nothing else prices.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -114,18 +117,13 @@ class PriceOverrides(BaseModel):
     instance_types: dict[str, InstancePriceOverride] = Field(default_factory=dict)
     gpu_families: dict[str, FamilyPriceOverride] = Field(default_factory=dict)
     discounts: list[Discount] = Field(default_factory=list)
+    on_prem: OnPremPrices | None = None
     aws: AwsLivePrices = Field(default_factory=AwsLivePrices)
 
     @field_validator("gpu_families")
     @classmethod
     def _family_keys(cls, v: dict[str, FamilyPriceOverride]) -> dict[str, FamilyPriceOverride]:
-        out: dict[str, FamilyPriceOverride] = {}
-        for name, price in v.items():
-            key = family_key(name)
-            if key in out:
-                raise ValueError(f"gpu_families lists family {key} twice (as {name!r} too)")
-            out[key] = price
-        return out
+        return by_family(v)
 
     @field_validator("discounts")
     @classmethod

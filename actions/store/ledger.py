@@ -2,8 +2,10 @@
 
 - ``usage_hour``: one row per hour, cluster, measure (``held``/``capacity``), namespace, consumer,
   node, GPU model and sharing (:class:`actions.model.ledger.LedgerRow`), with the node's pricing
-  facts and the price in force when written. Indexed for the report's access paths: by
-  (cluster, hour) for a period, and by (cluster, namespace, hour) for one team's namespaces.
+  facts and the price in force when written, and the GPUs' energy (kWh, the part in idle steps and
+  the GPU-hours it was measured over; 0 in rows written before the ledger kept it). Indexed for
+  the report's access paths: by (cluster, hour) for a period, and by (cluster, namespace, hour)
+  for one team's namespaces.
 - ``usage_day``: the same rows summed per UTC day as the hours are written (in the same
   transaction), so a month's report sums 30 rows per key instead of 720; a period's whole days are
   read from it, its partial days from ``usage_hour``.
@@ -30,6 +32,15 @@ from actions.model.usage import DailyUsage
 from actions.store.database import Store
 from actions.store.schema import UTCDateTime, metadata
 
+# The energy figures of a row (LedgerRow's field names and the columns'); rows written before the
+# ledger kept energy read them as 0 (server default): not measured.
+ENERGY = ("energy_kwh", "idle_energy_kwh", "energy_gpu_hours")
+
+
+def _energy_columns() -> list[sa.Column]:
+    return [sa.Column(c, sa.Float(), nullable=False, server_default="0") for c in ENERGY]
+
+
 usage_hour = sa.Table(
     "usage_hour",
     metadata,
@@ -55,6 +66,7 @@ usage_hour = sa.Table(
     sa.Column("idle_gpu_hours", sa.Float(), nullable=False),
     sa.Column("usd_per_gpu_hour", sa.Float(), nullable=True),
     sa.Column("price_source", sa.String(), nullable=True),
+    *_energy_columns(),
     sa.CheckConstraint("measure IN ('capacity', 'held')", name="measure"),
     sa.Index("ix_usage_hour_cluster_hour", "cluster", "hour"),
     sa.Index("ix_usage_hour_cluster_namespace_hour", "cluster", "namespace", "hour"),
@@ -77,13 +89,17 @@ _COLUMN_OF = {"consumer_kind": "owner_kind", "consumer_name": "owner_name", "sha
 _ROW_FIELDS = [f.name for f in fields(LedgerRow)]
 _ROW_COLUMNS = [_COLUMN_OF.get(f, f) for f in _ROW_FIELDS]
 # The key a period's sum is taken over: everything but the hour and the figures.
-_FIGURES = ("hour", "gpu_hours", "idle_gpu_hours", "usd_per_gpu_hour", "price_source")
+_FIGURES = ("hour", "gpu_hours", "idle_gpu_hours", "usd_per_gpu_hour", "price_source", *ENERGY)
 _KEY_FIELDS = [f for f in _ROW_FIELDS if f not in _FIGURES]
 _KEY_COLUMNS = [_COLUMN_OF.get(f, f) for f in _KEY_FIELDS]
 
-# A period's sums in LedgerRow's field order: the latest hour, the key, the two GPU-hour sums.
-_SUM_COLUMNS = [c for c in _ROW_COLUMNS if c not in ("usd_per_gpu_hour", "price_source")]
-_HOURS, _IDLE = _SUM_COLUMNS.index("gpu_hours"), _SUM_COLUMNS.index("idle_gpu_hours")
+# The figures summed per key (and per day in usage_day).
+_SUMMED = ("gpu_hours", "idle_gpu_hours", *ENERGY)
+# A period's sums in LedgerRow's field order: the latest hour, the key, the sums; the price
+# columns (not summed) are selected as NULL, so each row is still built positionally.
+_SUM_COLUMNS = _ROW_COLUMNS
+_AT_SUMMED = [_SUM_COLUMNS.index(c) for c in _SUMMED]
+_NOT_SUMMED = ("usd_per_gpu_hour", "price_source")
 
 usage_day = sa.Table(
     "usage_day",
@@ -96,8 +112,11 @@ usage_day = sa.Table(
     sa.Column("hours", sa.Integer(), nullable=False),
     sa.Column("gpu_hours", sa.Float(), nullable=False),
     sa.Column("idle_gpu_hours", sa.Float(), nullable=False),
+    *_energy_columns(),
     sa.UniqueConstraint("cluster", "day", "key_hash"),
 )
+# daily_sums' figures, in DailyUsage's order after the key.
+_DAILY = ("gpu_hours", "idle_gpu_hours", "energy_kwh", "idle_energy_kwh")
 BATCH_ROWS = 5000
 # A session's own node -> group map for daily_sums (a temporary table: never migrated, never shared).
 _GROUPS = sa.Table("ledger_node_group", sa.MetaData(), sa.Column("node", sa.Text()), sa.Column("grp", sa.Text()))
@@ -125,12 +144,12 @@ def day_rows(rows: Sequence[LedgerRow]) -> list[dict]:
     for r in rows:
         k = key_hash(r)
         if k in out:
-            out[k]["gpu_hours"] += r.gpu_hours
-            out[k]["idle_gpu_hours"] += r.idle_gpu_hours
+            for f in _SUMMED:
+                out[k][f] += getattr(r, f)
             continue
         key = {c: getattr(r, f) for f, c in zip(_KEY_FIELDS, _KEY_COLUMNS)}
         out[k] = {"day": r.day, "key_hash": k, **key, "last_hour": r.hour, "hours": 1,
-                  "gpu_hours": r.gpu_hours, "idle_gpu_hours": r.idle_gpu_hours}
+                  **{f: getattr(r, f) for f in _SUMMED}}
     return list(out.values())
 
 
@@ -187,8 +206,7 @@ class LedgerStore:
                 upsert = ins.on_conflict_do_update(
                     index_elements=["cluster", "day", "key_hash"],
                     set_={
-                        "gpu_hours": d.gpu_hours + ins.excluded.gpu_hours,
-                        "idle_gpu_hours": d.idle_gpu_hours + ins.excluded.idle_gpu_hours,
+                        **{f: d[f] + ins.excluded[f] for f in _SUMMED},
                         "hours": d.hours + ins.excluded.hours,
                         "last_hour": sa.case((ins.excluded.last_hour > d.last_hour, ins.excluded.last_hour),
                                              else_=d.last_hour),
@@ -229,8 +247,8 @@ class LedgerStore:
         spans = []
         with self._connection() as connection:
             for t, where, last in self._spans(cluster, ranges, namespaces):
-                figures = {"hour": sa.func.max(last), "gpu_hours": sa.func.sum(t.c.gpu_hours),
-                           "idle_gpu_hours": sa.func.sum(t.c.idle_gpu_hours)}
+                figures = {"hour": sa.func.max(last), **{f: sa.null() for f in _NOT_SUMMED},
+                           **{f: sa.func.sum(t.c[f]) for f in _SUMMED}}
                 q = sa.select(*[figures[f] if f in figures else t.c[f] for f in _SUM_COLUMNS]).where(*where)
                 # .all(): one fetchall, not a fetchone per row (a month of a large fleet is 100,000s of rows).
                 spans.append(connection.execute(q.group_by(*[t.c[k] for k in _KEY_COLUMNS])).all())
@@ -245,8 +263,10 @@ class LedgerStore:
                 acc = rows.get(k)
                 if acc is None:
                     rows[k] = list(r)
-                else:
-                    acc[0], acc[_HOURS], acc[_IDLE] = max(acc[0], r[0]), acc[_HOURS] + r[_HOURS], acc[_IDLE] + r[_IDLE]
+                    continue
+                acc[0] = max(acc[0], r[0])
+                for i in _AT_SUMMED:
+                    acc[i] += r[i]
         return [LedgerRow(*r) for r in rows.values()]
 
     def daily_sums(
@@ -254,10 +274,11 @@ class LedgerStore:
         groups: Mapping[str, str] | None = None,
     ) -> list[DailyUsage]:
         """The requested GPU-hours of the hours in ``ranges`` per (UTC day, namespace, node), idle at
-        most the GPU-hours; ``namespaces`` narrows to those. With ``groups`` (node -> the node
-        it is priced as, :func:`actions.ledger.rows.price_groups`) the nodes of a group are summed
-        under their group's node in the database: a month of a large fleet is then a few
-        thousand rows instead of 100,000s, priced the same. One aggregate query per span."""
+        most the GPU-hours, with their energy (kWh, idle kWh); ``namespaces`` narrows to those.
+        With ``groups`` (node -> the node it is priced as, :func:`actions.ledger.rows.price_groups`)
+        the nodes of a group are summed under their group's node in the database: a month of a
+        large fleet is then a few thousand rows instead of 100,000s, priced the same. One
+        aggregate query per span."""
         days: dict[tuple, list[float]] = {}
         with self._connection() as connection:
             if groups:
@@ -273,22 +294,22 @@ class LedgerStore:
                     joined = t.outerjoin(_GROUPS, _GROUPS.c.node == t.c.node)
                     node = sa.func.coalesce(_GROUPS.c.grp, t.c.node)
                 q = (
-                    sa.select(t.c.day, t.c.namespace, node, sa.func.sum(t.c.gpu_hours), sa.func.sum(t.c.idle_gpu_hours))
+                    sa.select(t.c.day, t.c.namespace, node, *[sa.func.sum(t.c[f]) for f in _DAILY])
                     .select_from(joined)
                     .where(*where, t.c.measure == REQUESTED)
                     .group_by(t.c.day, t.c.namespace, node)
                 )
-                for day, ns, n, hours, idle in connection.execute(q).all():
+                for day, ns, n, *sums in connection.execute(q).all():
                     acc = days.get((day, ns, n))
                     if acc is None:
-                        days[(day, ns, n)] = [hours, idle]
+                        days[(day, ns, n)] = sums
                     else:
-                        acc[0] += hours
-                        acc[1] += idle
+                        for i, x in enumerate(sums):
+                            acc[i] += x
             if groups:
                 connection.execute(sa.text(f"DROP TABLE IF EXISTS {_GROUPS.name}"))
             connection.rollback()
-        return [DailyUsage(day, ns, n, hh, min(i, hh)) for (day, ns, n), (hh, i) in days.items()]
+        return [DailyUsage(day, ns, n, hh, min(i, hh), e, ie) for (day, ns, n), (hh, i, e, ie) in days.items()]
 
     @contextmanager
     def _connection(self) -> Iterator[sa.Connection]:

@@ -15,13 +15,21 @@ from bot.cli.settings import cli_settings
 INCOMPLETE = 3
 
 
+def cli_energy(settings, cluster_state: Optional[Path]):  # noqa: ANN001, ANN201 - Settings -> factors
+    """The energy factors the advice's CO2e is computed with: each cluster's by name when the
+    advice is of the config's ``clusters:``, else the one cluster's (the top-level ``energy``)."""
+    if settings.clusters and cluster_state is None:
+        return {t.name: settings.energy_factors(t.name) for t in settings.clusters}
+    return settings.energy_factors()
+
+
 def advice_for_report(settings, cluster_state: Optional[Path], at, team: Optional[str]) -> dict:
     """``report --json``'s ``advice`` (list) and ``could_save_usd_per_month`` at the period's
     end, with ``advice_warnings`` when consumers had no DCGM history. A source that fails (no
     cluster to read, Prometheus down) makes both null and says why in ``advice_unavailable``.
     Neither is one of the report's warnings nor changes its exit code: the report's own figures
     do not depend on the advice."""
-    from actions.advice.recommend import recommendation_to_jsonable
+    from actions.advice.jsonable import energy_totals, recommendation_to_jsonable
     from actions.advice.round import gather_advice
     from bot.chat.failures import explain
     from bot.runtime.prices import price_book
@@ -44,6 +52,7 @@ def advice_for_report(settings, cluster_state: Optional[Path], at, team: Optiona
     data: dict = {
         "advice": [recommendation_to_jsonable(r) for r in result.recommendations],
         "could_save_usd_per_month": result.could_save_usd_per_month,
+        **energy_totals(result.recommendations, cli_energy(settings, cluster_state)),
     }
     if result.warnings():
         data["advice_warnings"] = list(result.warnings())
@@ -62,7 +71,7 @@ def advise(
     commitments for the steady baseline; sorted by USD a month saved, each with its evidence and
     price sources. Reads 7 days (advice.window_seconds) and 30 days (advice.commitment_window_seconds)
     of DCGM history from Prometheus."""
-    from actions.advice.recommend import recommendation_to_jsonable
+    from actions.advice.jsonable import energy_totals, recommendation_to_jsonable
     from bot.chat.blocks.advice import advice_message
     from bot.chat.console import to_text
     from bot.runtime.prices import price_book
@@ -92,6 +101,7 @@ def advise(
         raise typer.BadParameter(f"no team {team!r}; teams: {', '.join(known) or 'none'}", param_hint="--team")
     if team is not None:
         result = result.for_team(team)
+    energy = cli_energy(s, cluster_state)
     warnings = result.warnings()
     if as_json:
         typer.echo(json.dumps({
@@ -99,10 +109,12 @@ def advise(
             "team": team,
             "advice": [recommendation_to_jsonable(r) for r in result.recommendations],
             "could_save_usd_per_month": result.could_save_usd_per_month,
+            **energy_totals(result.recommendations, energy),
             "warnings": list(warnings),
         }, indent=2))
     else:
-        typer.echo(to_text(advice_message(result.recommendations, result.could_save_usd_per_month, when, team)))
+        typer.echo(to_text(advice_message(result.recommendations, result.could_save_usd_per_month, when, team,
+                                          energy=energy)))
     for w in warnings:
         typer.echo(f"warning: {w}", err=True)
     if warnings:

@@ -11,13 +11,14 @@ and the advice is posted again.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
 from actions.advice.recommend import could_save
 from actions.advice.request import silenced
 from actions.advice.round import AdviceResult
+from actions.energy.settings import EnergyFactors
 from actions.policy.teams import TeamDirectory
 from actions.store.database import Store
 from bot.chat.blocks.advice import MAX_SHOWN, advice_message
@@ -44,6 +45,8 @@ class AdviceJob:
     # (Proposals.propose_advice); None: advice is posted only.
     propose: Callable[[list, datetime, float], list[int]] | None = None
     window_seconds: float = 7 * 86400
+    # The figures its CO2e is computed with (Runtime.energy_factors); None: kWh alone.
+    energy: EnergyFactors | Mapping[str, EnergyFactors | None] | None = None
 
     def run(self, now: datetime) -> dict[str, int]:
         """Post every team's advice not posted before. Returns counts: ``posted`` (advice in
@@ -81,7 +84,8 @@ class AdviceJob:
             if not fresh:
                 continue
             try:
-                self.chat.post(channel, advice_message(fresh, could_save(fresh), now, team, later=counts["held"] - held_before))
+                self.chat.post(channel, advice_message(fresh, could_save(fresh), now, team, later=counts["held"] - held_before,
+                                                  energy=self.energy))
             except ChatError:
                 log.exception("advice for team %s could not be posted to %s", team, channel)
                 continue

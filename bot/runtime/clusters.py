@@ -14,7 +14,8 @@ from datetime import datetime
 from actions.advice.round import AdviceResult, AdviceSetup, fleet_advice, gather_advice
 from actions.cost.reporting import CostSetup
 from actions.detect.clusters import FleetDetection, in_cluster, join_detections
-from actions.detect.detection import Detection, detect
+from actions.detect.detection import Detection, detect, with_energy
+from actions.energy.settings import EnergyFactors
 from actions.model.snapshot import ClusterSnapshot
 from actions.policy.namespaces import PolicyBook
 from actions.policy.rules import Policy
@@ -50,7 +51,7 @@ class NoClusterAnswered(RuntimeError):
 class ClusterParts:
     """One cluster of several (``clusters:``): its ``name``, the reader of its API server, its
     telemetry, the writer that acts on it, its cost reports and its advice history (None: no
-    usage source)."""
+    usage source) and its PUE and carbon intensity (``energy``)."""
 
     name: str
     cluster: ClusterReader
@@ -58,6 +59,7 @@ class ClusterParts:
     writer: ClusterWriter
     costs: CostSetup | None = None
     advice: AdviceSetup | None = None
+    energy: EnergyFactors | None = None
 
 
 def advice_of_clusters(
@@ -87,7 +89,8 @@ def detect_clusters(
 
     def one(parts: ClusterParts) -> Detection | Exception:
         try:
-            return detect_with(parts.cluster.snapshot(now), parts.telemetry, prices, policy, teams, now)
+            found = detect_with(parts.cluster.snapshot(now), parts.telemetry, prices, policy, teams, now)
+            return with_energy(found, parts.energy)
         except Exception as e:  # noqa: BLE001 - one cluster's failure must not stop the others
             return e
 

@@ -20,8 +20,9 @@ from actions.cost.fleet import FleetReport, fleet_report
 from actions.cost.report import CostReport
 from actions.cost.reporting import CostSetup, build_fleet_report, build_report
 from actions.detect.clusters import in_cluster
-from actions.detect.detection import Detection
+from actions.detect.detection import Detection, with_energy
 from actions.detect.gate import pods_of, policy_for, refusals, team_of
+from actions.energy.settings import EnergyFactors
 from actions.kueue.queues import QueueReport, queue_report
 from actions.model.findings import Finding
 from actions.model.snapshot import ClusterSnapshot
@@ -144,7 +145,8 @@ class Runtime:
         if not self.clusters:
             if cluster is not None and cluster != self.cluster_name:
                 raise UnknownCluster(self._unknown(cluster))
-            return detect_with(self.snapshot(now), self.telemetry, self.prices, self.policy, self.teams, now)
+            found = detect_with(self.snapshot(now), self.telemetry, self.prices, self.policy, self.teams, now)
+            return with_energy(found, self.costs.energy if self.costs else None)
         chosen = self.clusters if cluster is None else (self.parts(cluster),)
         unreachable: dict[str, str] = {}
 
@@ -235,6 +237,14 @@ class Runtime:
     def cluster_names(self) -> list[str]:
         """The clusters' names, the first one first (``[cluster_name]`` for a bot of one)."""
         return [c.name for c in self.clusters] or [self.cluster_name]
+
+    def energy_factors(self) -> EnergyFactors | Mapping[str, EnergyFactors | None] | None:
+        """The PUE and carbon intensity figures are computed with: a bot of one cluster's (its
+        cost setup's; ``None`` without one), or each cluster's by name (findings and advice name
+        their cluster)."""
+        if self.clusters:
+            return {c.name: c.energy for c in self.clusters}
+        return self.costs.energy if self.costs is not None else None
 
     def home(self) -> str:
         """The cluster whose finding and alert keys keep the form a bot of one cluster gives them:

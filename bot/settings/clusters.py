@@ -17,6 +17,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from actions.energy.settings import EnergyFactors, EnergySettings, merge
+
 # A cluster's name goes into request keys, metric labels and Slack text: a DNS label keeps it
 # readable everywhere (Kubernetes object names follow the same rule, RFC 1123).
 NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -89,13 +91,16 @@ class ClusterPrometheus(BaseModel):
 
 class ClusterSettings(BaseModel):
     """One GPU cluster the bot watches: its ``name`` (a DNS label such as ``gpu-east``; shown in
-    messages, reports and metrics), its ``kubernetes`` access and its ``prometheus`` telemetry."""
+    messages, reports and metrics), its ``kubernetes`` access and its ``prometheus`` telemetry;
+    ``energy``, when given, overrides the top-level ``energy`` section for this cluster (its PUE,
+    grid region or intensity, electricity price; see :func:`cluster_energy`)."""
 
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(pattern=NAME_PATTERN, max_length=63)
     kubernetes: ClusterKubernetes
     prometheus: ClusterPrometheus = Field(default_factory=ClusterPrometheus)
+    energy: EnergySettings | None = None
 
 
 def check_clusters(clusters: list[ClusterSettings]) -> list[ClusterSettings]:
@@ -159,3 +164,20 @@ def targets(
             scope=(label, p.cluster_value or c.name) if label else None,
         ))
     return out
+
+
+def cluster_energy(
+    clusters: list[ClusterSettings], name: str | None, *, base: EnergySettings, single_name: str,
+) -> EnergyFactors:
+    """The energy figures of cluster ``name`` (None: the first cluster, or the one cluster
+    ``single_name`` when ``clusters`` is empty): ``base`` (the top-level ``energy``) with that
+    cluster's own ``energy`` over it, field by field (:func:`actions.energy.settings.merge`).
+    ValueError naming the clusters there are when ``name`` is none of them. Pure."""
+    if not clusters:
+        if name is not None and name != single_name:
+            raise ValueError(f"no cluster {name!r}: the bot watches one cluster, {single_name!r}")
+        return base.factors()
+    found = clusters[0] if name is None else next((c for c in clusters if c.name == name), None)
+    if found is None:
+        raise ValueError(f"no cluster {name!r}; the clusters are {', '.join(c.name for c in clusters)}")
+    return merge(base, found.energy).factors()

@@ -23,14 +23,23 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from actions.energy.settings import EnergyFactors, EnergySettings
 from actions.model.durations import Days, Seconds
 from actions.policy.advice import AdvicePolicy
 from actions.policy.namespaces import merged
 from actions.policy.rules import Policy
 from actions.policy.teams import Team, TeamDirectory, slack_ids
 from actions.pricing.overrides import PriceOverrides
-from bot.settings.clusters import ClusterSettings, ClusterTarget, check_clusters, cluster_name_ok, targets
+from bot.settings.clusters import (
+    ClusterSettings,
+    ClusterTarget,
+    check_clusters,
+    cluster_energy,
+    cluster_name_ok,
+    targets,
+)
 from bot.settings.cron import digest_trigger, time_zone
+from bot.settings.ledger import LedgerSettings
 
 
 def http_url(value: str, example: str) -> str:
@@ -263,33 +272,6 @@ class AlertSettings(BaseModel):
         return value
 
 
-class LedgerSettings(BaseModel):
-    """The usage ledger: each finished hour's GPU usage rolled up from Prometheus into the
-    database, so reports read hours, not weeks of raw series. ``enabled``: run the rollup job
-    and let reports (``report --source auto``, ``/gpu cost``, digests, alerts) read the ledger.
-    ``interval_seconds``: how often the job looks for hours to roll up; ``hours_per_run``: at most
-    this many hours per run (each hour is one set of PromQL queries over one hour), oldest first;
-    ``backfill_days``: how far back a first start or a gap is filled from Prometheus history;
-    ``retention_days``: rows older than this are dropped (at most ten years)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    enabled: bool = False
-    interval_seconds: Seconds = Field(300, ge=60)
-    hours_per_run: int = Field(24, ge=1, le=744)
-    backfill_days: int = Field(90, ge=1, le=400)
-    retention_days: int = Field(400, ge=1, le=3660)
-
-    @model_validator(mode="after")
-    def _keeps_what_it_fills(self) -> "LedgerSettings":
-        if self.retention_days < self.backfill_days:
-            raise ValueError(
-                f"retention_days ({self.retention_days}) is shorter than backfill_days ({self.backfill_days}): "
-                "filled hours would be dropped again; e.g. backfill_days: 90, retention_days: 400"
-            )
-        return self
-
-
 class HubSettings(BaseModel):
     """One JupyterHub whose single-user pods run in ``namespace``: its REST API at ``api_url``
     (``http://hub.<namespace>.svc:8081/hub/api`` in Zero to JupyterHub) and the environment
@@ -360,6 +342,7 @@ class Settings(BaseSettings):
     jupyterhub: JupyterHubSettings = Field(default_factory=JupyterHubSettings)
     ledger: LedgerSettings = Field(default_factory=LedgerSettings)
     advice: AdvicePolicy = Field(default_factory=AdvicePolicy)
+    energy: EnergySettings = Field(default_factory=EnergySettings)
 
     slack_bot_token: SecretStr | None = Field(None, validation_alias=AliasChoices("SLACK_BOT_TOKEN"))
     slack_app_token: SecretStr | None = Field(None, validation_alias=AliasChoices("SLACK_APP_TOKEN"))
@@ -440,6 +423,12 @@ class Settings(BaseSettings):
             self.clusters, single_name=self.cluster_name, kubeconfig=self.kubernetes.kubeconfig,
             context=self.kubernetes.context, prometheus_url=self.prometheus.url, headers=self.prometheus_headers(),
         )
+
+    def energy_factors(self, cluster: str | None = None) -> EnergyFactors:
+        """The energy figures of ``cluster`` (default: the first, or the only one): the top-level
+        ``energy`` with that cluster's own ``energy`` over it (see
+        :func:`bot.settings.clusters.cluster_energy`). ValueError for a cluster not configured."""
+        return cluster_energy(self.clusters, cluster, base=self.energy, single_name=self.cluster_name)
 
     def prometheus_headers(self) -> dict[str, str]:
         """Headers for Prometheus queries, with the bearer token from the environment if set."""

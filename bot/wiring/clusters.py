@@ -65,6 +65,7 @@ def cluster_parts(
             writer=RoutingWriter(KubernetesWriter(api, timeout_seconds=k.timeout_seconds), hubs(target.name)),
             costs=cost_setup(settings, store, source, target),
             advice=advice_setup(settings, target),
+            energy=settings.energy_factors(target.name),
         ))
     return tuple(parts)
 

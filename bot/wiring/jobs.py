@@ -121,7 +121,7 @@ def scheduled_jobs(rt: Runtime, settings: Settings, *, verify: bool = False) -> 
     if every is not None and rt.advice_setup is not None:
         posts = advice_jobs.AdviceJob(
             rt.store, rt.chat, rt.teams, rt.advice, propose=Proposals(rt).propose_advice,
-            window_seconds=settings.advice.window_seconds,
+            window_seconds=settings.advice.window_seconds, energy=rt.energy_factors(),
         )
         jobs.append(ScheduledJob(advice_jobs.JOB_ID, _every(every), posts.scheduled))
     aws = settings.prices.aws

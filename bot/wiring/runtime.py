@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
-from actions.detect.detection import Detection
+from actions.detect.detection import Detection, with_energy
 from actions.executors.in_memory import InMemoryCluster
 from actions.executors.jupyterhub import HubClient, HubWriter
 from actions.executors.kubernetes import KubernetesWriter
@@ -178,6 +178,6 @@ def detect_only(settings: Settings, cluster_state: str | Path | None, telemetry_
     telemetry = telemetry_source(settings, telemetry_file)
 
     def detection(now: datetime) -> Detection:
-        return detect_with(reader.snapshot(now), telemetry, book, policy, teams, now)
+        return with_energy(detect_with(reader.snapshot(now), telemetry, book, policy, teams, now), settings.energy_factors())
 
     return sweep.Sweep(detection)

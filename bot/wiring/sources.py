@@ -111,6 +111,7 @@ def cost_setup(
         top_consumers=settings.costs.top_consumers,
         timezone=settings.costs.timezone,
         spot_ratio_target=settings.alerts.spot_ratio_target,
+        energy=settings.energy_factors(target.name if target is not None else None),
     )
 
 

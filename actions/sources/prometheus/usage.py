@@ -51,6 +51,7 @@ from actions.model.usage import DEFAULT_STEP_SECONDS, DailyUsage, NodeInfo, PodO
 from actions.policy.rules import Policy
 from actions.sources.kube.objects import capacity_type
 from actions.sources.prometheus.api import DEFAULT_MAX_RESPONSE_BYTES, PrometheusApi, TelemetryError
+from actions.sources.prometheus.energy import attribute_energy
 from actions.sources.prometheus.usage_promql import (
     CAPACITY_KEYS,
     NODE_LABELS,
@@ -121,10 +122,16 @@ class _Devices:
         """Equivalents of ``count`` idle DCGM device-steps on ``host``: a MIG instance its
         profile's share; a GPU advertised as R replicas 1/R (dcgm-exporter gives a shared GPU's
         series to one of the pods on it, so the share keeps idle within what one pod requests)."""
-        family, replicas, _ = self._node(host)
-        if profile:
-            return count * mig_fraction(profile, family)
-        return count / replicas
+        return count * self.share(host, profile) / self.replicas(host)
+
+    def share(self, host: str, profile: str) -> float:
+        """The fraction of a GPU one DCGM device series on ``host`` stands for: a MIG instance its
+        profile's (ratio 0-1), else 1."""
+        return mig_fraction(profile, self._node(host)[0]) if profile else 1.0
+
+    def replicas(self, host: str) -> int:
+        """The time-slicing replicas of ``host``'s GPUs (1 when not shared)."""
+        return self._node(host)[1]
 
 
 def parse_usage(
@@ -160,7 +167,6 @@ def parse_usage(
         if m.get("modelName"):
             models[(ns, pod)] = m["modelName"]
 
-    pods = []
     requested_by_pod: dict[tuple[str, str], dict[str, list]] = {}  # -> node -> [GPU-hours, sharings]
     for s in results.get(REQUESTED_QUERY, []):
         m = s["metric"]
@@ -171,12 +177,24 @@ def parse_usage(
         row[0] += hours * hours_per_step
         if sharing:
             row[1].append(sharing)
+    capacity: dict[str, float] = {}
+    for s in results.get("capacity", []):
+        m = s["metric"]
+        hours, _ = devices.equivalents(m["node"], m.get("resource", ""), _value(s))
+        if hours > 0:
+            capacity[m["node"]] = capacity.get(m["node"], 0.0) + hours * hours_per_step
+    held = {key: {node: row[0] for node, row in rows.items()} for key, rows in requested_by_pod.items()}
+    energy, node_energy = attribute_energy(
+        results, held, capacity, share=devices.share, replicas=devices.replicas, hours_per_step=hours_per_step
+    )
+    pods = []
     for (ns, pod), rows in requested_by_pod.items():
         total = sum(h for h, _ in rows.values())
         hosts = idle.get((ns, pod), {})
         # Idle GPU-steps whose Hostname names none of the pod's nodes are spread over them pro rata.
         unmatched = sum(v for host, v in hosts.items() if host not in rows)
         for node, (hours, sharings) in rows.items():
+            e = energy.get((ns, pod, node))
             pods.append(
                 PodUsage(
                     namespace=ns,
@@ -186,16 +204,12 @@ def parse_usage(
                     idle_gpu_hours=min(hours, hosts.get(node, 0.0) + unmatched * hours / total),
                     gpu_model=models.get((ns, pod)),
                     sharing=", ".join(dict.fromkeys(sharings)) or None,
+                    energy_kwh=e.kwh if e else 0.0,
+                    idle_energy_kwh=e.idle_kwh if e else 0.0,
+                    energy_gpu_hours=e.measured_gpu_hours if e else 0.0,
                 )
             )
     pods.sort(key=lambda p: (p.namespace, p.pod, p.node))
-
-    capacity: dict[str, float] = {}
-    for s in results.get("capacity", []):
-        m = s["metric"]
-        hours, _ = devices.equivalents(m["node"], m.get("resource", ""), _value(s))
-        if hours > 0:
-            capacity[m["node"]] = capacity.get(m["node"], 0.0) + hours * hours_per_step
 
     pod_labels: dict[tuple[str, str], dict[str, str]] = {}
     for s in results.get("pod_labels", []):
@@ -248,6 +262,7 @@ def parse_usage(
         owners=owners,
         namespace_labels=namespace_labels,
         node_gpu_hours=capacity,
+        node_energy_kwh=node_energy,
     )
 
 

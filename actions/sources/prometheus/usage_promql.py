@@ -15,13 +15,14 @@ from actions.hardware.gpus import (
 from actions.model.telemetry import ENGINE_ACTIVE, GPU_UTIL
 from actions.model.usage import DEFAULT_STEP_SECONDS
 from actions.policy.rules import Policy
+from actions.sources.prometheus.energy_promql import ENERGY_QUERY_NAMES, energy_queries
 from actions.sources.prometheus.promql import activity_pct, duration, number
 
 GPU_REQUESTS = f'kube_pod_container_resource_requests{{resource=~"{KSM_GPU_RESOURCES}"}}'
 GPU_CAPACITY = f'kube_node_status_capacity{{resource=~"{KSM_GPU_RESOURCES}"}}'
 
 REQUESTED_QUERY = "allocated"  # the query's published name: Prometheus errors name it
-QUERY_NAMES = (REQUESTED_QUERY, "idle", "nodes", "owners", "pod_labels", "namespace_labels", "capacity")
+QUERY_NAMES = (REQUESTED_QUERY, "idle", "nodes", "owners", "pod_labels", "namespace_labels", "capacity", *ENERGY_QUERY_NAMES)
 
 # kube-state-metrics label names (sanitized, snake_case) -> the Kubernetes label they carry.
 NODE_LABELS = {
@@ -96,7 +97,8 @@ def usage_queries(policy: Policy, range_seconds: float, step_seconds: float = DE
     - ``pod_labels``: the last ``kube_pod_labels`` of those pods;
     - ``namespace_labels``: the last ``kube_namespace_labels`` of every namespace;
     - ``capacity``: device-steps per (node, resource) of every node's GPU resources
-      (``kube_node_status_capacity``), what the nodes had whether requested or not.
+      (``kube_node_status_capacity``), what the nodes had whether requested or not;
+    - the GPU energy queries of :func:`~actions.sources.prometheus.energy_promql.energy_queries`.
 
     A device-step is ``step_seconds`` of one device; :func:`~actions.sources.prometheus.usage.parse_usage` turns devices into
     physical-GPU equivalents. Pure.
@@ -115,6 +117,7 @@ def usage_queries(policy: Policy, range_seconds: float, step_seconds: float = DE
         "namespace_labels": f"last_over_time(kube_namespace_labels[{rng}])",
         "capacity": "sum by (node, resource) "
         f"({_steps(f'max by (node, resource) ({GPU_CAPACITY})', range_seconds, step_seconds)})",
+        **energy_queries(policy, range_seconds, step_seconds),
     }
 
 

@@ -16,6 +16,8 @@ from zoneinfo import ZoneInfo
 
 from actions.cost.fleet import FleetReport
 from actions.cost.report import EFFICIENCY_TARGET, CostReport, PriceLine, TeamReport
+from actions.model.energy import EnergyUse
+from actions.text import energy_amount
 from bot.chat.blocks import context, header, plain, section, usd
 from bot.chat.blocks.fit import fit_rows
 from bot.runtime.chat import Message
@@ -43,6 +45,30 @@ def _pct(ratio: float | None) -> str:
 
 def _hours(h: float) -> str:
     return f"{h:,.1f}"
+
+
+def _when(period_days: int) -> str:
+    return "this week" if period_days == 7 else f"in the last {period_days} days"
+
+
+def idle_energy_line(report: CostReport, period_days: int) -> str | None:
+    """``"Idle GPUs drew 1,240 kWh (480 kg CO2e) this week: 900 kWh held idle by pods, 340 kWh on GPUs no
+    pod requested."``; None when no energy was measured."""
+    held = sum((t.energy for t in report.teams.values()), EnergyUse())
+    free = report.unrequested.energy if report.unrequested is not None else EnergyUse()
+    kwh = held.idle_gpu_energy_kwh + free.gpu_energy_kwh
+    if not kwh:
+        return None
+    co2 = None if held.idle_co2e_kg is None and free.co2e_kg is None else (held.idle_co2e_kg or 0.0) + (free.co2e_kg or 0.0)
+    return (f"Idle GPUs drew {energy_amount(kwh, co2)} {_when(period_days)}: {energy_amount(held.idle_gpu_energy_kwh, None)} "
+            f"held idle by pods, {energy_amount(free.gpu_energy_kwh, None)} on GPUs no pod requested.")
+
+
+def _energy_fields(e: EnergyUse) -> list[tuple[str, str]]:
+    if not e.gpu_energy_kwh:
+        return []
+    return [("Energy (at the GPU)", energy_amount(e.gpu_energy_kwh, e.co2e_kg)),
+            ("Idle energy", energy_amount(e.idle_gpu_energy_kwh, e.idle_co2e_kg))]
 
 
 def _fields(pairs: Iterable[tuple[str, str]]) -> dict:
@@ -100,6 +126,7 @@ def team_digest_message(report: TeamReport, tz: str, period_days: int) -> Messag
                 ("Efficiency", f"{_pct(report.efficiency)} (target {EFFICIENCY_TARGET:.0%})"),
                 ("Spot ratio", _pct(report.spot_ratio)),
                 ("Average price", f"{usd(report.cost_usd / report.gpu_hours)}/GPU-hour"),
+                *_energy_fields(report.energy),
             ]
         )
     )
@@ -146,9 +173,13 @@ def admin_summary_message(report: CostReport, tz: str, period_days: int) -> Mess
                 ("Efficiency", f"{_pct(efficiency)} (target {EFFICIENCY_TARGET:.0%})"),
                 ("Spot ratio", _pct(spot_hours / hours if hours else None)),
                 ("Teams", str(len(teams))),
+                *_energy_fields(sum((t.energy for t in teams), EnergyUse())),
             ]
         )
     )
+    idle_energy = idle_energy_line(report, period_days)
+    if idle_energy:
+        blocks.append(section(idle_energy))
     if teams:
         lines = [
             f"• *{plain(t.team)}*: {usd(t.cost_usd)}, {_hours(t.gpu_hours)} GPU-hours, idle {usd(t.idle_cost_usd)} "

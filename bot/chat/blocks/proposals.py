@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from actions.model.findings import Finding
-from actions.text import gpu_amount
+from actions.text import energy_amount, gpu_amount
 from bot.chat.blocks import context, duration, header, plain, section, short_time, usd
 from bot.chat.blocks.fit import clip, clip_middle, fit_rows
 from bot.runtime.chat import Message
@@ -141,6 +141,8 @@ def proposal_message(f: Finding, status: RequestStatus) -> Message:
         *money,
         f"*Node*\n{where}",
     ]
+    if f.kwh_per_day is not None:
+        fields.append(f"*Energy*\n{energy_amount(f.kwh_per_day, f.co2e_kg_per_day)}/day")
     if f.workload:
         fields.append(f"*Kueue Workload*\n{f.workload}")
     blocks: list[dict] = [

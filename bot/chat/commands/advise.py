@@ -43,7 +43,8 @@ def handle(args: str, ctx: CommandContext) -> Reply:
     # Asked for, everything is shown; what a team silenced is marked, as the posts leave it out.
     quiet = silenced(result.recommendations, rt.store.list_requests(states=["snoozed", "exempt"]), now) \
         if rt.store is not None else set()
-    message = advice_message(result.recommendations, result.could_save_usd_per_month, now, team, quiet)
+    message = advice_message(result.recommendations, result.could_save_usd_per_month, now, team, quiet,
+                             energy=rt.energy_factors())
     blind = [u for u in result.usages if u.gpu_hours is None]
     if result.usages and len(blind) == len(result.usages):
         # "Nothing to advise" from empty telemetry would read as GPUs well used.

@@ -18,7 +18,9 @@ from datetime import datetime, timedelta
 from actions.cost.fleet import FleetReport
 from actions.cost.periods import PERIOD_EXAMPLES, PeriodError, parse_period
 from actions.cost.report import EFFICIENCY_TARGET, CostReport, TeamReport, table_order
+from actions.model.energy import EnergyUse
 from actions.sources.prometheus.api import TelemetryError
+from actions.text import co2e, kwh
 from bot.chat import blocks
 from bot.chat.blocks.fit import fit_rows
 from bot.chat.commands.context import CommandContext, Reply, UsageError, cluster_arg
@@ -77,10 +79,13 @@ def team_message(
         f"*Efficiency score:* {_pct(r.efficiency)} (target > {EFFICIENCY_TARGET:.0%}){eff_mark}",
         f"*Spot ratio:* {_pct(r.spot_ratio)}{spot_target}",
     ]
+    if r.energy.gpu_energy_kwh or r.energy.measured_gpu_hours:
+        kpis.append(f"*Energy:* {energy_line(r.energy, r.gpu_hours)}")
     top = [
         f"{i}. {c.kind} {blocks.plain(f'{c.namespace}/{c.name}')}"
         f"{f' (queue {blocks.plain(c.queue)})' if c.queue else ''}: "
         f"{_hours(c.gpu_hours)}, {blocks.usd(c.cost_usd)}, idle {c.idle_share:.0%}"
+        + (f", {kwh(c.gpu_energy_kwh)}" if c.gpu_energy_kwh else "")
         for i, c in enumerate(r.top_consumers, 1)
     ]
     out = [
@@ -103,6 +108,21 @@ def team_message(
         out.append(blocks.context(*ctx))
     text = f"{blocks.plain(title)}: {blocks.usd(r.cost_usd)} for {_hours(r.gpu_hours)}, idle {_pct(r.idle_share)}"
     return Message(text=text, blocks=out)
+
+
+def energy_line(e: EnergyUse, gpu_hours: float) -> str:
+    """``"1,240 kWh at the GPU (idle 310 kWh), 1,612 kWh with PUE 1.3, 612 kg CO2e; measured for 98% of
+    GPU-hours"``: what a team's (or the unrequested GPUs') energy was, and how much of it is known."""
+    parts = [f"{kwh(e.gpu_energy_kwh)} at the GPU" + (f" (idle {kwh(e.idle_gpu_energy_kwh)})" if e.idle_gpu_energy_kwh else "")]
+    if e.gpu_energy_kwh and abs(e.facility_energy_kwh - e.gpu_energy_kwh) > 1e-9:
+        parts.append(f"{kwh(e.facility_energy_kwh)} with PUE {e.facility_energy_kwh / e.gpu_energy_kwh:.2g}")
+    if e.co2e_kg is not None:
+        parts.append(co2e(e.co2e_kg))
+    share = e.measured_share(gpu_hours)
+    return ", ".join(parts) + (f"; measured for {share:.0%} of GPU-hours" if share is not None and share < 0.995 else "")
+
+
+_NO_RATIOS = " " * 24  # where a team row has its idle, efficiency and spot columns
 
 
 def _cost_cell(cost: float, hours: float, unpriced: float) -> str:
@@ -168,18 +188,29 @@ def all_teams_message(report: CostReport, fleet: FleetReport | None = None, clus
     rows = table_order(report.teams.values())
     width = max([len("team"), len("unrequested")] + [len(r.team) for r in rows])
     header = f"{'team':<{width}}  {'GPU-hrs':>9}  {'cost':>12}  {'idle':>6}  {'effic.':>6}  {'spot':>6}"
+    # Energy columns only where DCGM measured some: a cluster without power series shows none.
+    energy = any(r.energy.gpu_energy_kwh for r in rows)
+    carbon = energy and any(r.energy.co2e_kg is not None for r in rows)
+    header += (f"  {'kWh':>9}" if energy else "") + (f"  {'kg CO2e':>9}" if carbon else "")
+
+    def energy_cells(e: EnergyUse) -> str:
+        return (f"  {e.gpu_energy_kwh:>9,.0f}" if energy else "") + (f"  {e.co2e_kg or 0:>9,.0f}" if carbon else "")
+
     body = [
         f"{blocks.plain(r.team):<{width}}  {r.gpu_hours:>9,.0f}  "
         f"{_cost_cell(r.cost_usd, r.gpu_hours, r.unpriced_gpu_hours):>12}  "
-        f"{_pct(r.idle_share):>6}  {_pct(r.efficiency):>6}  {_pct(r.spot_ratio):>6}"
+        f"{_pct(r.idle_share):>6}  {_pct(r.efficiency):>6}  {_pct(r.spot_ratio):>6}{energy_cells(r.energy)}"
         for r in rows
     ]
     unpriced = sum(r.unpriced_gpu_hours for r in rows)
-    body.append(f"{'total':<{width}}  {report.gpu_hours:>9,.0f}  {_cost_cell(report.cost_usd, report.gpu_hours, unpriced):>12}")
+    body.append(f"{'total':<{width}}  {report.gpu_hours:>9,.0f}  {_cost_cell(report.cost_usd, report.gpu_hours, unpriced):>12}"
+                + (_NO_RATIOS + energy_cells(sum((r.energy for r in rows), EnergyUse())) if energy else ""))
     if report.unrequested is not None:
         free = report.unrequested
-        body.append(f"{'unrequested':<{width}}  {free.gpu_hours:>9,.0f}  {blocks.usd(free.cost_usd):>12}")
-        body.append(f"{'GPU nodes':<{width}}  {report.node_gpu_hours:>9,.0f}  {blocks.usd(report.node_cost_usd):>12}")
+        body.append(f"{'unrequested':<{width}}  {free.gpu_hours:>9,.0f}  {blocks.usd(free.cost_usd):>12}"
+                    + (_NO_RATIOS + energy_cells(free.energy) if energy else ""))
+        body.append(f"{'GPU nodes':<{width}}  {report.node_gpu_hours:>9,.0f}  {blocks.usd(report.node_cost_usd):>12}"
+                    + (f"{_NO_RATIOS}  {report.node_energy_kwh:>9,.0f}" if energy else ""))
     several = fleet is not None and len(fleet.totals()) > 1
     title = "GPU cost by team" + (f", cluster {cluster}" if cluster else ", all clusters" if several else "")
     out = [blocks.header(title), blocks.context(period_label(report.period_start, report.period_end))]

@@ -3,13 +3,15 @@ request as people type it (see :mod:`actions.estimate`)."""
 
 from __future__ import annotations
 
+from actions.energy.settings import EnergyFactors
+from actions.estimate.energy import EnergyEstimate
 from actions.estimate.parse import parse_estimate
 from actions.estimate.price import compute_estimate
 from actions.estimate.render import compared_with, price_word, versus_on_demand
 from actions.estimate.request import EXAMPLES, CostLine, Estimate, EstimateInputError, Option, SpotCost
 from actions.model.kube import CapacityType
 from actions.model.quote import PriceQuote
-from actions.text import format_hours, format_number, usd_rate
+from actions.text import format_hours, format_number, kwh, usd_rate
 from bot.chat import blocks
 from bot.chat.commands.context import CommandContext, Reply, UsageError
 from bot.runtime.chat import Message
@@ -88,8 +90,16 @@ def _option_lines(o: Option, gpu_hours: float) -> list[str]:
             f"{usd_rate(s.effective_usd_per_gpu_hour)}/GPU-hour effective x {hours}"
             f"{', ' + versus if versus else ''}"
         )
+    if o.energy is not None:
+        lines.append(f"• {_energy(o.energy)}")
     lines += [f"• {blocks.plain(n)}" for n in o.notes]
     return lines
+
+
+def _energy(e: EnergyEstimate) -> str:
+    """``"Energy (estimate): up to 1,882 kWh at the GPUs, at the H100 SXM's 700 W board power
+    (...)"``: the datasheet's maximum, so an upper bound, with what one measured GPU drew."""
+    return "Energy (estimate): " + blocks.plain(e.describe())
 
 
 def _compact_lines(o: Option) -> list[str]:
@@ -108,6 +118,8 @@ def _compact_lines(o: Option) -> list[str]:
         sources.append(f"spot {_source(s.quote)}")
     else:
         figures += [blocks.plain(n) for n in o.notes if n.startswith("no spot price")]
+    if o.energy is not None and o.energy.kwh is not None:
+        figures.append(f"energy up to {kwh(o.energy.kwh)} ({o.energy.watts:g} W board power)")
     return [f"• {name}: " + "; ".join(figures), f"    _prices: {'; '.join(sources)}_"]
 
 
@@ -138,13 +150,26 @@ def error_message(e: EstimateInputError) -> Message:
     return blocks.error_message(problem, f"/gpu estimate {e.examples[0]}")
 
 
+def energy_factors(ctx: CommandContext) -> EnergyFactors | None:
+    """The PUE and carbon intensity an estimate's energy is shown with: the running bot's (its
+    cost setup's, or, with several clusters, the home cluster's, else the first's); ``None``
+    outside a running bot, so the estimate gives kWh at the GPUs only."""
+    rt = ctx.rt
+    if rt is None:
+        return None
+    if rt.clusters:
+        home = next((c for c in rt.clusters if c.name == rt.home_cluster), rt.clusters[0])
+        return home.energy
+    return rt.costs.energy if rt.costs is not None else None
+
+
 def handle(args: str, ctx: CommandContext) -> Reply:
     if not args:
         raise UsageError(
             "Tell me how many GPUs, which model, and for how long.", f"/gpu estimate {EXAMPLES[0]}"
         )
     try:
-        est = compute_estimate(parse_estimate(args, ctx.prices), ctx.prices)
+        est = compute_estimate(parse_estimate(args, ctx.prices), ctx.prices, energy_factors(ctx))
     except EstimateInputError as e:
         return Reply(error_message(e))
     parts = estimate_parts(est)

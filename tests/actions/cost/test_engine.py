@@ -175,7 +175,7 @@ def test_json_has_the_report_fields():
     assert [c["name"] for c in data["top_consumers"]] == ["spot-0", "sim"]  # by cost: $50 spot, $44 on-prem
     assert data["top_consumers"][1] == {
         "kind": "Job", "namespace": "research", "name": "sim", "gpu_hours": 40, "cost_usd": pytest.approx(44.0),
-        "idle_gpu_hours": 10, "idle_share": 0.25, "queue": None}
+        "idle_gpu_hours": 10, "idle_share": 0.25, "queue": None, "gpu_energy_kwh": 0.0}
     whole = json.loads(json.dumps(to_jsonable(report)))
     assert set(whole["teams"]) == {"research", "mystery"}
     # without node capacity there is nothing to reconcile against, and the JSON says so

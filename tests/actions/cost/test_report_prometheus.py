@@ -32,9 +32,9 @@ def cents(x: float) -> float:
 
 def test_a_report_costs_a_constant_number_of_queries(usage):
     source, data = usage
-    # 7 instant queries, 3 that check the data is there, and one range query (step 1d) each for
-    # allocated and idle: 30 whole days.
-    assert source.requests == len(usage_queries(Policy(), 86400)) + len(presence_queries(86400)) + 2 == 12
+    # 7 instant queries and 4 of GPU energy, 3 that check the data is there, and one range query
+    # (step 1d) each for allocated and idle: 30 whole days.
+    assert source.requests == len(usage_queries(Policy(), 86400)) + len(presence_queries(86400)) + 2 == 16
     assert len(data.pods) == 6  # one row per (pod, node); the Succeeded pod held nothing
     # The fleet's history covers the whole period and holds both exporters: nothing to warn of.
     assert data.warnings == () and data.covered_from is None

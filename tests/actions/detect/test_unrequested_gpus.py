@@ -121,9 +121,12 @@ def test_the_report_counts_unrequested_gpu_hours_and_reconciles_to_the_node_cost
 
     text = cli("report", "--config", str(accounting_config), "--period", "6h", "--at", SWEEP_AT).stdout
     rows = {line.split()[0]: line.split()[1:] for line in text.splitlines() if line.split()}
-    assert rows["total"] == ["104", "$928.56"]
-    assert rows["unrequested"] == ["106", "$553.68"]
-    assert rows["GPU"] == ["nodes", "210", "$1,482.24"]
+    # The fleet's DCGM power makes a kWh column: the teams and the unrequested GPUs add up to the nodes'.
+    kwh = sum(t["gpu_energy_kwh"] for t in accounting_report["teams"].values())
+    assert kwh + un["gpu_energy_kwh"] == pytest.approx(accounting_report["node_gpu_energy_kwh"])
+    assert rows["total"] == ["104", "$928.56", f"{kwh:,.0f}"]
+    assert rows["unrequested"] == ["106", "$553.68", f"{un['gpu_energy_kwh']:,.0f}"]
+    assert rows["GPU"] == ["nodes", "210", "$1,482.24", f"{accounting_report['node_gpu_energy_kwh']:,.0f}"]
     assert ("Unrequested: GPUs on nodes that no pod requested, at the node's price: h100-od-8 36 GPU-hrs $247.68, "
             "a100-mig-single 47 GPU-hrs $165.00, h100-empty 6 GPU-hrs $48.00 and 3 more nodes") in text
 

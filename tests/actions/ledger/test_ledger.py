@@ -9,13 +9,11 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import re
-import uuid
 from datetime import datetime, timedelta, timezone
 from typing import Iterator
 
 import pytest
 import sqlalchemy as sa
-from sqlalchemy.engine import make_url
 
 from actions.cost.engine import compute_cost_report, consumer_of
 from actions.cost.periods import parse_period
@@ -37,6 +35,7 @@ from actions.store.ledger import LedgerStore, usage_hour
 from bot.jobs.ledger import LedgerJob
 from bot.settings import LedgerSettings, Settings
 from tests.support import gpu_shapes as shapes
+from tests.support.ledger_copy import postgres_copy
 from tests.support.prometheus_server import running_prometheus
 from tests.support.usage_history import DATA_START, END, TEAMS, price_book, usage_openmetrics
 
@@ -158,20 +157,8 @@ def sqlite_ledger(usage_prometheus, tmp_path_factory) -> Iterator[Store]:
 @pytest.fixture(scope="module")
 def postgres_ledger(postgres_server: sa.Engine, sqlite_ledger: Store) -> Iterator[Store]:
     """A PostgreSQL database of its own with the same hours, each written as the job writes one."""
-    name = f"gpu_cost_bot_ledger_{uuid.uuid4().hex[:12]}"
-    with postgres_server.connect() as c:
-        c.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    store = Store(make_url(postgres_server.url).set(database=name).render_as_string(hide_password=False))
-    try:
-        store.migrate()
-        source, target = LedgerStore(sqlite_ledger), LedgerStore(store)
-        for hour, status, _, written_at, detail in source.hours(CLUSTER):
-            assert target.write_hour(CLUSTER, hour, source.rows(CLUSTER, hour), status, written_at, detail)
+    with postgres_copy(postgres_server, sqlite_ledger, CLUSTER) as store:
         yield store
-    finally:
-        store.close()
-        with postgres_server.connect() as c:
-            c.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

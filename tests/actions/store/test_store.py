@@ -93,7 +93,7 @@ def test_migrate_twice_creates_the_tables(database_url: str, tmp_path, monkeypat
             unique = [ix for ix in inspector.get_indexes("action_request") if ix["unique"]]
             assert [ix["column_names"] for ix in unique] == [["key"]]
             versions = connection.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all()
-        assert versions == [("0011_slack_request_seen",)]
+        assert versions == [("0012_ledger_energy",)]
         # Usable after the second migrate: the tables were not recreated empty-handed or broken.
         assert _create(s).id is not None
 
@@ -162,7 +162,7 @@ def test_replicas_migrating_at_once_all_succeed(postgres_url: str) -> None:
     outputs = [early + p.communicate(timeout=120)[0] for early, p in zip(before_go, replicas)]
     assert [p.returncode for p in replicas] == [0] * len(replicas), outputs
     with Store(postgres_url) as s, s.engine.connect() as connection:
-        assert connection.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all() == [("0011_slack_request_seen",)]
+        assert connection.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all() == [("0012_ledger_energy",)]
         assert {"action_request", "audit_event"} <= set(sa.inspect(connection).get_table_names())
 
 

@@ -1,0 +1,1 @@
+"""GPU energy and its carbon: grid intensity (grids, data/grid_intensity.json) and the config's energy: (settings)."""
