@@ -50,9 +50,11 @@ class EnergyEstimate:
         text = (f"up to {kwh(self.kwh)} at the GPUs, at the {self.gpu_name}'s {self.watts:g} W board power{slice_} "
                 f"({self.source}, read {self.as_of})")
         if self.facility_kwh is not None:
-            text += f"; {kwh(self.facility_kwh)} with the facility"
-            text += f", {co2e(self.co2e_kg)}" if self.co2e_kg is not None else ""
-            text += f" ({self.factors})"
+            # The facility's kWh only where a PUE above 1 makes it another figure.
+            parts = [f"{kwh(self.facility_kwh)} with the facility"] if self.facility_kwh > self.kwh + 1e-9 else []
+            parts += [co2e(self.co2e_kg)] if self.co2e_kg is not None else []
+            if parts:
+                text += f"; {', '.join(parts)} ({self.factors})"
         return text + (f"; {self.measured}" if self.measured else "")
 
 
