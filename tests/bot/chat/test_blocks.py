@@ -77,3 +77,19 @@ def test_the_console_shows_mrkdwn_as_a_terminal_reads_it():
     shown = to_text(Message(text=text))
     assert shown == ("⚠️ Budget of @group:S0PLAT at 80%: see the dashboard (https://grafana.example/d/gpu), asked by "
                      "@U0ALICE\nteam      cost\nresearch  $1.00\nSQLite :memory: stays")
+
+
+def test_a_proposal_says_what_its_idle_gpus_draw_a_day_and_its_carbon(demo_fleet):
+    (finding,) = detect(*demo_fleet)
+    # The demo's notebook GPU holds a model at 0%: the real H100 capture's ~127 W, all day.
+    watts = finding.evidence[0].mean_power_w
+    assert 120 < watts < 135 and finding.kwh_per_day == pytest.approx(watts * 24 / 1000)
+    assert finding.co2e_kg_per_day is None  # no carbon intensity known
+    assert f"*Energy*\n{finding.kwh_per_day:.1f} kWh/day" in json.dumps(proposals.proposal_message(finding, status("proposed")).blocks).replace("\\n", "\n")
+    grid = dataclasses.replace(finding, pue=1.2, gco2e_per_kwh=283.89)  # us-east-1 (eGRID2022 SRVC), PUE 1.2
+    co2 = finding.kwh_per_day * 1.2 * 283.89 / 1000
+    assert grid.co2e_kg_per_day == pytest.approx(co2)
+    text = to_text(proposals.proposal_message(grid, status("proposed")))
+    assert f"Energy: {grid.kwh_per_day:.1f} kWh ({co2:.1f} kg CO2e)/day" in text
+    # and the factors survive the store, as the proposal is re-rendered from it after a press
+    assert finding_from_jsonable(json.loads(json.dumps(to_jsonable(grid)))) == grid

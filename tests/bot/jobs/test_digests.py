@@ -5,6 +5,7 @@ PostgreSQL; end to end over a real Prometheus holding the cost engine's 30-day f
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterator
@@ -12,9 +13,10 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from actions.cost.report import ConsumerLine, CostReport, DailyCost, PriceLine, TeamReport
+from actions.cost.report import ConsumerLine, CostReport, DailyCost, PriceLine, TeamReport, UnrequestedLine
 from actions.cost.reporting import CostSetup
 from actions.executors.in_memory import InMemoryCluster
+from actions.model.energy import EnergyUse
 from actions.model.kube import CapacityType
 from actions.pricing.book import PriceBook
 from actions.pricing.catalog import PriceCatalog
@@ -257,6 +259,25 @@ def test_admin_summary_ranks_teams_and_weights_ratios_by_gpu_hours():
     assert "Spot ratio*\n18%" in text  # 112 spot of 616 GPU-hours
     assert f"Efficiency*\n{(616 - 104) / 616:.0%} (target 80%)" in text
     assert "g5.xlarge" in text and "telemetry from Prometheus" in text
+
+
+def test_the_weekly_digest_says_what_idle_gpus_drew():
+    end = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
+    report = _report(end - timedelta(days=7), end)
+    # research's notebook idled at the real H100 capture's ~125 W; an unrequested GPU drew its empty 75 W.
+    held = EnergyUse(gpu_energy_kwh=310.0, idle_gpu_energy_kwh=21.0, facility_energy_kwh=372.0, co2e_kg=105.6,
+                     measured_gpu_hours=448.0, idle_co2e_kg=7.15)
+    free = EnergyUse(gpu_energy_kwh=12.6, facility_energy_kwh=15.12, co2e_kg=4.29)
+    report = dataclasses.replace(
+        report, teams={**report.teams, "research": dataclasses.replace(report.teams["research"], energy=held)},
+        unrequested=UnrequestedLine(168.0, 1155.84, {"h100-spare": (168.0, 1155.84)}, free),
+    )
+    text = _texts(admin_summary_message(report, "UTC", 7))
+    assert "Idle GPUs drew 33.6 kWh (11.4 kg CO2e) this week: 21.0 kWh held idle by pods, 12.6 kWh on GPUs no pod requested." in text
+    team = _texts(team_digest_message(report.teams["research"], "UTC", 7))
+    assert "Energy (at the GPU)*\n310 kWh (106 kg CO2e)" in team and "Idle energy*\n21.0 kWh (7.2 kg CO2e)" in team
+    # A cluster without DCGM power says nothing of energy rather than 0 kWh.
+    assert "kWh" not in _texts(admin_summary_message(_report(end - timedelta(days=7), end), "UTC", 7))
 
 
 def test_summary_of_many_teams_keeps_slack_limits():
