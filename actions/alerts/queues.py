@@ -25,7 +25,8 @@ def queue_wait_alerts(
     report: QueueReport, threshold_seconds: float, plans: Mapping[str, FreeingPlan] | None = None
 ) -> list[Alert]:
     """One alert per pending Workload that has waited longer than ``threshold_seconds``, to the
-    waiting team, keyed by the Workload's uid, with its position in its ClusterQueue, the idle
+    waiting team, keyed by the Workload's uid, with its position in its ClusterQueue, when it
+    likely starts (``report.starts``, when estimated) and what would admit it now, the idle
     GPUs of the same family elsewhere and, when ``plans`` (Workload uid -> plan) has one, the one
     proposal that frees enough of them, approvable with one button."""
     plans = plans or {}
@@ -44,10 +45,15 @@ def queue_wait_alerts(
         ]
         if p.position_text:
             fields.append(("Position", plain(p.position_text)))
+        start = report.starts.get(w.uid)
+        if start is not None:
+            fields.append(("Likely start", plain(start.text())))
         idle_usd = sum(i.usd_per_hour for i in idle)
         if idle:
             fields.append(("Idle elsewhere", f"{gpus_text(sum(i.gpus for i in idle))}, {usd(idle_usd)}/h"))
         text = plain(wait_sentence(p, idle))
+        if start is not None:
+            text += f"\nIt starts {plain(start.text())}" + (f"; {plain(start.admitting.sentence())}" if start.admitting else "") + "."
         plan = plans.get(w.uid)
         if plan is not None:
             text += "\n*" + plan.sentence() + ":*\n" + "\n".join(

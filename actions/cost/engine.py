@@ -34,7 +34,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from actions.cost.nodes import _names, resolve_nodes
 from actions.cost.periods import day_buckets
@@ -204,6 +204,7 @@ def compute_cost_report(
     top_consumers: int = 5,
     api_nodes: Mapping[str, Node] | None = None,
     energy: EnergyFactors | None = None,
+    group_of: Callable[[str, str | None], str] | None = None,
 ) -> CostReport:
     """Price ``usage`` and split it by team (see the module docstring for every definition).
 
@@ -213,7 +214,9 @@ def compute_cost_report(
     ``energy`` (PUE, carbon intensity, USD per kWh) turns the measured kWh into facility kWh and
     kg CO2e, and bills the facility kWh of GPUs priced by hardware amortisation
     (``PriceQuote.energy_billed``, on-prem) at its USD per kWh. Every configured team appears,
-    with zeros when it used nothing. Pure.
+    with zeros when it used nothing. ``group_of`` (namespace, LocalQueue or None -> line) splits
+    it by that key instead of by team (:mod:`actions.cost.queues`), without a daily split: the
+    daily rows name no queue. Pure.
     """
     nodes, notes = resolve_nodes(usage, api_nodes)
     notes = list(usage.notes) + notes
@@ -256,7 +259,8 @@ def compute_cost_report(
         return energy.usd_per_kwh * energy.pue
 
     for p in usage.pods:
-        t = team(p.namespace)
+        kind, name, queue = consumer_of(usage.owners.get((p.namespace, p.pod)), p.namespace, p.pod)
+        t = group_of(p.namespace, queue) if group_of else team(p.namespace)
         team_namespaces[t].add(p.namespace)
         pr = priced(p.node, p.gpu_model or node_model.get(p.node))
         rate = pr.quote.usd_per_gpu_hour if pr.quote else 0.0
@@ -275,7 +279,6 @@ def compute_cost_report(
             billed[1] += p.idle_energy_kwh * kwh_rate
         if pr.capacity is CapacityType.SPOT:
             spot_hours[t] += p.gpu_hours
-        kind, name, queue = consumer_of(usage.owners.get((p.namespace, p.pod)), p.namespace, p.pod)
         ckey = (kind, p.namespace, name)
         consumer_queue[ckey] = consumer_queue.get(ckey) or queue
         consumers[t][ckey].add(*figures)
@@ -284,11 +287,12 @@ def compute_cost_report(
     daily_idle: dict[str, dict[date, float]] = defaultdict(lambda: defaultdict(float))
     # Billed energy has no daily rows of its own: a team's is spread over its days on billed GPUs
     # by GPU-hours, so its days add up to its cost.
-    billed_days = [d for d in usage.daily if usd_per_kwh(priced(d.node, node_model.get(d.node)))]
+    daily_rows = usage.daily if group_of is None else ()
+    billed_days = [d for d in daily_rows if usd_per_kwh(priced(d.node, node_model.get(d.node)))]
     billed_hours: dict[str, float] = defaultdict(float)
     for d in billed_days:
         billed_hours[team(d.namespace)] += d.gpu_hours
-    for d in usage.daily:
+    for d in daily_rows:
         t = team(d.namespace)
         pr = priced(d.node, node_model.get(d.node))
         rate = pr.quote.usd_per_gpu_hour if pr.quote else 0.0

@@ -52,8 +52,10 @@ def build_report(
     start: datetime,
     end: datetime,
     api_nodes: Callable[[], Mapping[str, Node]] | None = None,
+    group_of: Callable[[str, str | None], str] | None = None,
 ) -> CostReport:
-    """Usage over ``[start, end]`` priced per team. ``api_nodes`` reads the nodes from the
+    """Usage over ``[start, end]`` priced per team (or per ``group_of`` key: see
+    :func:`~actions.cost.engine.compute_cost_report`). ``api_nodes`` reads the nodes from the
     Kubernetes API; it is called only when ``kube_node_labels`` lacks some node's capacity type,
     and when it fails the report says so and prices those nodes as capacity type unknown.
 
@@ -79,6 +81,7 @@ def build_report(
             top_consumers=setup.top_consumers,
             api_nodes=nodes,
             energy=setup.energy,
+            group_of=group_of,
         )
     return dataclasses.replace(report, notes=report.notes + tuple(extra)) if extra else report
 

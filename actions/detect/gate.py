@@ -148,6 +148,10 @@ def _annotated(namespace: str, pods: Iterable[GpuPod], index: OwnerIndex, target
         obj = index.find(namespace, OwnerRef(target.api_version, target.kind, target.name, True))
         if obj is not None:
             out.append((f"{target.kind} {namespace}/{target.name}", obj.annotations))
+        elif target.kind == "LocalQueue":
+            queue = index.local_queues.get((namespace, target.name))
+            if queue is not None:
+                out.append((f"LocalQueue {namespace}/{target.name}", queue.annotations))
     return out
 
 

@@ -82,6 +82,7 @@ class OwnerIndex:
         }
         self.pods = {(p.namespace, p.name): p for p in snapshot.pods}
         self.workloads = {(w.namespace, w.name): w for w in snapshot.workloads}
+        self.local_queues = {(q.namespace, q.name): q for q in snapshot.local_queues}
         self.workload_by_owner: dict[tuple[str, str, str], Workload] = {}
         self.workload_by_job_uid: dict[str, Workload] = {}
         for wl in snapshot.workloads:

@@ -38,6 +38,7 @@ CUSTOM_PLURALS = {
     "LeaderWorkerSet": "leaderworkersets",
     "RayCluster": "rayclusters",
     "InferenceService": "inferenceservices",
+    "LocalQueue": "localqueues",
 }
 
 # A scale patch carries the resourceVersion it was computed from; on a conflict it is recomputed.

@@ -29,6 +29,7 @@ from datetime import datetime
 from typing import Iterable, Mapping, Sequence
 
 from actions.hardware.gpus import gpu_family
+from actions.kueue.eta import StartEstimate
 from actions.model.findings import Finding
 from actions.model.kueue import PendingPosition, Workload
 from actions.model.snapshot import ClusterSnapshot
@@ -130,12 +131,14 @@ class ClusterQueueState(_QueueTotals):
 @dataclass(frozen=True)
 class QueueReport:
     """The queues at ``at``; ``idle_elsewhere`` maps a pending Workload's uid to the idle GPUs of
-    its family other teams' pods request, most GPUs first."""
+    its family other teams' pods request, most GPUs first; ``starts`` a pending Workload's uid to
+    when it likely starts (:mod:`actions.kueue.starts`; empty until estimated)."""
 
     at: datetime
     local_queues: tuple[LocalQueueState, ...]
     cluster_queues: tuple[ClusterQueueState, ...]
     idle_elsewhere: Mapping[str, tuple[IdleElsewhere, ...]] = field(default_factory=dict)
+    starts: Mapping[str, StartEstimate] = field(default_factory=dict)
 
     @property
     def pending(self) -> tuple[PendingWorkload, ...]:

@@ -49,6 +49,16 @@ class ActionVerb(str, Enum):
     # Notebook/Deployment/StatefulSet: a pod template container's GPU resources swapped for the
     # advised ones (fewer nvidia.com/gpu, or a MIG slice); undo puts back the values that were there
     RESIZE_GPUS = "resize-gpus"
+    # Kueue LocalQueue: spec.stopPolicy Hold (running Workloads finish, none is admitted) or
+    # HoldAndDrain (admitted ones are evicted too); undo puts back the policy that was there
+    HOLD_LOCALQUEUE = "hold-localqueue"
+    DRAIN_LOCALQUEUE = "drain-localqueue"
+
+    @property
+    def stop_policy(self) -> str | None:
+        """The LocalQueue ``spec.stopPolicy`` a hold sets (``Hold``, ``HoldAndDrain``); None for
+        the other verbs."""
+        return {"hold-localqueue": "Hold", "drain-localqueue": "HoldAndDrain"}.get(self.value)
 
     @property
     def restorable(self) -> bool:

@@ -14,22 +14,33 @@ from actions.model.kube import OwnerRef
 
 @dataclass(frozen=True)
 class LocalQueue:
-    """A Kueue LocalQueue and the ClusterQueue its ``spec.clusterQueue`` names."""
+    """A Kueue LocalQueue, the ClusterQueue its ``spec.clusterQueue`` names, its
+    ``spec.stopPolicy`` (``None``, ``Hold`` or ``HoldAndDrain``; the API server defaults it to
+    ``None``) and its annotations (an opt-out is read there)."""
 
     namespace: str
     name: str
     cluster_queue: str
+    stop_policy: str = "None"
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def held(self) -> bool:
+        """Whether the LocalQueue admits no new Workload (its stopPolicy is not ``None``)."""
+        return self.stop_policy not in ("", "None")
 
 
 @dataclass(frozen=True)
 class ClusterQueue:
     """A Kueue ClusterQueue: its cohort (``spec.cohortName`` in v1beta2, ``spec.cohort`` in
-    v1beta1) and the ResourceFlavors its ``spec.resourceGroups`` offer for GPU resources, in
-    the order Kueue tries them."""
+    v1beta1), the ResourceFlavors its ``spec.resourceGroups`` offer for GPU resources, in the
+    order Kueue tries them, and the ``nominalQuota`` of its GPU resources over them (GPUs; None
+    when it sets none)."""
 
     name: str
     cohort: str | None = None
     gpu_flavors: tuple[str, ...] = ()
+    gpu_quota: float | None = None  # nominalQuota of its GPU resources over those flavors, GPUs
 
 
 @dataclass(frozen=True)

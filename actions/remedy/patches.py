@@ -125,6 +125,8 @@ def check_target(action: ProposedAction) -> None:
         and t.api_version == JUPYTER_SERVER_API_VERSION
         and "/" in t.name,
         ActionVerb.DELETE_NODECLAIM: t.kind == "NodeClaim" and group == KARPENTER_GROUP and not t.namespace,
+        ActionVerb.HOLD_LOCALQUEUE: t.kind == "LocalQueue" and group == KUEUE_GROUP and "/" in t.api_version,
+        ActionVerb.DRAIN_LOCALQUEUE: t.kind == "LocalQueue" and group == KUEUE_GROUP and "/" in t.api_version,
         ActionVerb.RESIZE_GPUS: action.resize is not None
         and ((t.kind in ("StatefulSet", "Deployment") and t.api_version == "apps/v1")
              or (t.kind == "Notebook" and t.api_version == f"{KUBEFLOW_GROUP}/v1")),
@@ -225,6 +227,14 @@ def plan_apply(action: ProposedAction, current: Mapping[str, Any], now: datetime
         if not current.get("running"):
             return None, undo
         return {"stop": True}, undo
+    if action.verb.stop_policy is not None:
+        policy = (current.get("spec") or {}).get("stopPolicy") or "None"
+        if policy == action.verb.stop_policy:
+            # Already held: whatever held it stays the owner of the policy it had before.
+            undo["stop_policy_before"] = None
+            return None, undo
+        undo["stop_policy_before"] = policy
+        return {"spec": {"stopPolicy": action.verb.stop_policy}}, undo
     # DEACTIVATE_WORKLOAD
     undo["api_version"] = action.target.api_version
     if (current.get("spec") or {}).get("active") is False:
@@ -298,6 +308,12 @@ def plan_restore(action: ProposedAction, undo: Mapping[str, Any], current: Mappi
         if current.get("running") or current.get("pending"):
             return None
         return {"start": {"user_options": undo.get("user_options") or {}}}
+    if action.verb.stop_policy is not None:
+        # Someone else changed the policy since the hold: theirs stands. A hold the bot did not
+        # make (stop_policy_before None) is not the bot's to lift.
+        if (current.get("spec") or {}).get("stopPolicy") != action.verb.stop_policy or not undo.get("stop_policy_before"):
+            return None
+        return {"spec": {"stopPolicy": undo["stop_policy_before"]}}
     # DEACTIVATE_WORKLOAD
     if (current.get("spec") or {}).get("active") is not False:
         return None

@@ -3,7 +3,8 @@
 After every action the bot watches for its effect (issue 21, item 5): a stop (stop notebook,
 scale to zero, deactivate a Workload, suspend a RayCluster, stop an InferenceService or a
 JupyterHub server) means the target's pods are gone; a NodeClaim deletion means its node is gone;
-a resize (``resize-gpus``) means the target's pods run with the new GPU request, every one
+a LocalQueue hold means the LocalQueue reads back with the stopPolicy set (its running Workloads
+go on: Hold stops admissions only); a resize (``resize-gpus``) means the target's pods run with the new GPU request, every one
 ``Running`` and ``Ready``. The cluster has ``verify_seconds`` (the policy's, default 600 s) from
 when the action was applied to show it; a check that sees it sooner says so at once. Pure: the
 I/O is :mod:`bot.chat.verify`'s.
@@ -17,6 +18,7 @@ from typing import Sequence
 
 from actions.model.findings import ActionVerb, ProposedAction
 from actions.model.kube import GpuPod
+from actions.model.kueue import LocalQueue
 
 VERIFIED = "verified"
 FAILED = "verify-failed"
@@ -50,13 +52,18 @@ def _resized(pod: GpuPod, action: ProposedAction) -> bool:
     return all(held.get(resource) == count for resource, count in after.items())
 
 
-def observe(action: ProposedAction, pods: Sequence[GpuPod], nodes: Sequence[str]) -> tuple[bool, str]:
+def observe(action: ProposedAction, pods: Sequence[GpuPod], nodes: Sequence[str],
+            queue: LocalQueue | None = None) -> tuple[bool, str]:
     """``(done, saw)``: whether the cluster shows ``action``'s effect, and what it shows, from one
     read of it: ``pods`` are the target's pods as read (those the action was for, by name, or for
     a resize every pod whose owner chain holds the target:
     :func:`actions.detect.gate.pods_of`), ``nodes`` the names of the nodes a NodeClaim deletion
-    meant to remove that are still there."""
+    meant to remove that are still there, ``queue`` the held LocalQueue as read (None: gone)."""
     target = action.target
+    if action.verb.stop_policy is not None:
+        if queue is None:
+            return False, f"LocalQueue {target.namespace}/{target.name} not found"
+        return queue.stop_policy == action.verb.stop_policy, f"stopPolicy {queue.stop_policy}"
     if action.verb is ActionVerb.DELETE_NODECLAIM:
         left = sorted(nodes)
         return (not left, "node gone" if not left else f"node {', '.join(left)} still there")
@@ -80,12 +87,12 @@ def observe(action: ProposedAction, pods: Sequence[GpuPod], nodes: Sequence[str]
 
 
 def verdict(action: ProposedAction, pods: Sequence[GpuPod], nodes: Sequence[str],
-            applied_at: datetime, now: datetime, verify_seconds: float) -> Verdict:
+            applied_at: datetime, now: datetime, verify_seconds: float, queue: LocalQueue | None = None) -> Verdict:
     """What ``pods`` and ``nodes`` (read at ``now``, see :func:`observe`) say of ``action``
     applied at ``applied_at``:
     :data:`VERIFIED` as soon as it shows the effect (:func:`observe`), :data:`WAITING` while it
     does not and ``now`` is before ``applied_at + verify_seconds``, :data:`FAILED` after."""
-    done, saw = observe(action, pods, nodes)
+    done, saw = observe(action, pods, nodes, queue)
     if done:
         return Verdict(VERIFIED, saw)
     if now < applied_at + timedelta(seconds=verify_seconds):

@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from actions.advice.request import RIGHT_SIZE
 from actions.alerts.budgets import month_end_forecast, month_progress
 from actions.policy.teams import ADMIN_TEAM
 from actions.store.requests import ActionRequest
@@ -23,7 +22,7 @@ from actions.store.schema import as_utc
 from bot.chat.blocks.home import HomeData, HomeRequest, PostedAdvice, TeamSpend
 from bot.chat.failures import explain
 from bot.chat.messages import status_of
-from bot.chat.proposals import finding_of
+from bot.chat.proposals import NOT_THE_SWEEPS, finding_of
 from bot.runtime.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -116,7 +115,7 @@ def home_data(rt: Runtime, user: str, *, spend: Spend | None = None, notice: str
     # A snoozed, exempt or denied request stays open until its hold ends; it counts as idle only
     # while a sweep still sees its finding (each sweep refreshes the requests it still sees).
     seen_since = now - SEEN_WITHIN
-    idle = [r for q, r in held if r is not None and q.state in IDLE_STATES and q.kind != RIGHT_SIZE
+    idle = [r for q, r in held if r is not None and q.state in IDLE_STATES and q.kind not in NOT_THE_SWEEPS
             and (q.state in REQUEST_STATES or as_utc(q.updated_at) >= seen_since)]
     advice = [
         PostedAdvice(

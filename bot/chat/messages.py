@@ -23,10 +23,12 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 from actions.advice.request import RIGHT_SIZE
+from actions.budgets.model import EXHAUSTED
 from actions.model.codec import finding_from_jsonable
 from actions.model.findings import Finding
 from actions.store import bulk as store_bulk
 from actions.store.requests import ActionRequest
+from bot.chat.blocks.holds import hold_message
 from bot.chat.blocks.proposals import RequestStatus, proposal_message
 from bot.chat.blocks.right_size import right_size_message
 from bot.runtime.chat import ChatError, Message, MessageRef
@@ -69,6 +71,8 @@ def render(req: ActionRequest, now: datetime | None = None, finding: Finding | N
     finding = finding or finding_from_jsonable(json.loads(req.finding_json))
     if finding.kind == RIGHT_SIZE:
         message = right_size_message(finding, status)
+    elif finding.kind == EXHAUSTED:
+        message = hold_message(finding, status)
     else:
         message = proposal_message(finding, status)
     return dataclasses.replace(message, metadata={"event_type": EVENT_TYPE, "event_payload": {"request_id": req.id}})

@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 
 from actions.advice.model import Recommendation
 from actions.advice.request import RIGHT_SIZE, advice_finding
+from actions.budgets.model import EXHAUSTED
 from actions.model.codec import finding_from_jsonable, to_jsonable
 from actions.model.findings import Finding
 from actions.remedy.patches import ActionRefused, ExecutorError, plan_apply, plan_restore
@@ -46,6 +47,10 @@ log = logging.getLogger(__name__)
 SYSTEM = "system"
 # The actor of what a team's policy does on its own (mode auto), in the audit and the message.
 POLICY = "policy"
+
+
+# Requests the sweeps do not make, and so never close: an advice's right-sizing, a budget's hold.
+NOT_THE_SWEEPS = (RIGHT_SIZE, EXHAUSTED)
 
 
 def finding_of(req: ActionRequest) -> Finding:
@@ -199,9 +204,9 @@ class Proposals:
         for req in store.due_to_wake(now):
             if unseen(req.cluster):
                 continue
-            # A snoozed right-sizing is asked again as it was (Approve re-checks it); an exempt or
-            # denied one only when the advice changes: the advice job proposes it (propose_advice).
-            if req.kind == RIGHT_SIZE:
+            # A snoozed right-sizing or hold is asked again as it was (Approve re-checks it); an
+            # exempt or denied one only when its advice or budget asks again (propose_findings).
+            if req.kind in NOT_THE_SWEEPS:
                 f = finding_of(req) if req.state == RequestState.SNOOZED else None
             else:
                 f = by_key.get(req.key) if clusters.get(req.key) == req.cluster else None
@@ -209,7 +214,8 @@ class Proposals:
                 done = store.transition(
                     req.id, from_states=[req.state], to_state="superseded", now=now, actor=SYSTEM,
                     event="superseded",
-                    note="Asked again when the advice changes." if req.kind == RIGHT_SIZE else "No longer idle.",
+                    note="Asked again when the advice changes." if req.kind == RIGHT_SIZE
+                    else "Asked again when the budget is used up again." if req.kind == EXHAUSTED else "No longer idle.",
                 )
             else:
                 done = store.transition(
@@ -217,7 +223,7 @@ class Proposals:
                     event="reproposed", finding_json=json.dumps(to_jsonable(f)),
                     usd_per_hour=f.usd_per_hour, expires_at=now + timedelta(seconds=f.handling.request_ttl_seconds),
                     until=None, act_at=act_at_for(f, now),
-                    note="Snooze over: asking again." if req.kind == RIGHT_SIZE
+                    note="Snooze over: asking again." if req.kind in NOT_THE_SWEEPS
                     else f"{req.state.capitalize()} period over and still idle.",
                 )
                 counts["reproposed"] += bool(done)
@@ -227,7 +233,7 @@ class Proposals:
         known = set(self.rt.cluster_names())
         for req in store_bulk.keys_in_state(store, "proposed"):
             elsewhere = req.key in by_key and clusters[req.key] != req.cluster
-            if (req.key not in by_key or elsewhere) and not unseen(req.cluster) and req.kind != RIGHT_SIZE:
+            if (req.key not in by_key or elsewhere) and not unseen(req.cluster) and req.kind not in NOT_THE_SWEEPS:
                 done = store.transition(
                     req.id, from_states=["proposed"], to_state="superseded", now=now, actor=SYSTEM,
                     event="superseded", note=self._gone_note(req.cluster, known, now),
@@ -304,11 +310,20 @@ class Proposals:
         Each request names the cluster its advice was made in (:meth:`~bot.runtime.runtime.Runtime.request_cluster`);
         a key held by a request of another cluster is left to it. The sweeps leave these requests
         alone; they expire after the policy's request TTL."""
-        findings = {r.key: advice_finding(r, now, window_seconds, r.cluster) for r in recs if r.action is not None}
+        return self.propose_findings([advice_finding(r, now, window_seconds, r.cluster) for r in recs if r.action is not None],
+                                     now)
+
+    def propose_findings(self, found: Collection[Finding], now: datetime) -> list[int]:
+        """Make a request of each of ``found`` (an advice's right-sizing, a budget's hold) that
+        carries an action and holds no open request yet: dry-run first (a change the API server
+        refuses is audited ``dry-run-refused`` and left out), posted to its team's approvers.
+        The sweeps leave these requests alone; they expire after the policy's request TTL.
+        Returns the ids made."""
+        findings = {f.key: f for f in found if f.action is not None}
         clusters = self._clusters_of(findings.values())
         held, _ = self._held({k: f for k, f in findings.items() if k in clusters}, clusters)
         # A change the API server refuses (Kueue's webhook on a pod template it manages) is no
-        # request: its advice stands in the advice post.
+        # request: an advice stands in the advice post, a budget in its alert.
         fresh = [f for k, f in findings.items() if k in clusters and k not in held]
         for key, e in self._dry_runs(fresh, clusters, now).items():
             del findings[key]
@@ -319,7 +334,7 @@ class Proposals:
                 key=f.key, team=f.team, kind=f.kind, namespace=f.namespace, name=f.name,
                 verb=f.action.verb.value, target=f.action.target, finding_json=json.dumps(to_jsonable(f)),
                 usd_per_hour=f.usd_per_hour, gpus=f.gpus, dry_run=self.rt.dry_run, now=now,
-                ttl_seconds=f.handling.request_ttl_seconds, cluster=clusters[f.key],
+                ttl_seconds=f.handling.request_ttl_seconds, cluster=clusters[f.key], act_at=act_at_for(f, now),
             )
             for f in findings.values() if f.key in clusters and f.key not in held and f.action is not None
         ]

@@ -70,7 +70,9 @@ class Verifier:
             nodes = [n.name for n in snapshot.nodes.values()
                      if n.nodeclaim == action.target.name or n.name == finding.node
                      ] if action.verb is ActionVerb.DELETE_NODECLAIM else []
-            seen = verdict(action, pods, nodes, applied_at, now, seconds)
+            queue = next((q for q in snapshot.local_queues
+                          if (q.namespace, q.name) == (action.target.namespace, action.target.name)), None)
+            seen = verdict(action, pods, nodes, applied_at, now, seconds, queue)
             # Judged long after its window (the bot was down, or the request predates verifying):
             # what the cluster shows now may be someone's later change, so nothing is undone.
             late = now > applied_at + timedelta(seconds=2 * seconds)

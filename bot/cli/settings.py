@@ -1,13 +1,15 @@
 """The settings a CLI command runs on: the config file's, with ``--prometheus-url`` over them, and
-where the database they open is."""
+where the database they open is; ``--at``'s instant."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Optional
 
 import typer
 
+from actions.model.times import parse_time
 from bot.settings import Settings, load_settings
 from bot.settings.model import http_url
 
@@ -22,6 +24,16 @@ def cli_settings(config: Optional[Path], prometheus_url: Optional[str] = None) -
         except ValueError as e:
             raise typer.BadParameter(str(e), param_hint="--prometheus-url") from None
     return s
+
+
+def at_option(value: Optional[str]) -> datetime | None:
+    """``--at``'s instant (None when not given); typer.BadParameter when it is not RFC 3339."""
+    if value is None:
+        return None
+    try:
+        return parse_time(value)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not RFC 3339; write it like 2026-11-20T12:00:00Z", param_hint="--at")
 
 
 DEFAULT_DATABASE = Settings.model_fields["database_url"].default

@@ -16,6 +16,7 @@ from datetime import datetime
 
 from actions.advice.request import RIGHT_SIZE
 from actions.advice.round import AdviceResult, AdviceSetup, gather_advice, recheck_change
+from actions.budgets.model import EXHAUSTED, Budget
 from actions.cost.fleet import FleetReport, fleet_report
 from actions.cost.report import CostReport
 from actions.cost.reporting import CostSetup, build_fleet_report, build_report
@@ -36,6 +37,7 @@ from actions.remedy.patches import ExecutorError
 from actions.sources.kube.reader import ClusterReadError
 from actions.store.database import Store
 from actions.text import one_line
+from bot.runtime.budgets import hold_refusal
 from bot.runtime.chat import Chat
 from bot.runtime.clusters import ClusterParts, advice_of_clusters, detect_clusters, detect_with
 from bot.service.metrics import BotMetrics
@@ -110,6 +112,7 @@ class Runtime:
     home_cluster: str | None = None
     unreachable: dict[str, str] = field(default_factory=dict)
     advice_setup: AdviceSetup | None = None
+    configured_budgets: tuple[Budget, ...] = ()  # the config's budgets: (bot.runtime.budgets)
     # Callers asking for the same period at once (ten people typing /gpu cost) share one report,
     # also those whose command waited in the queue while it was computed.
     _reports: SingleFlight[CostReport] = field(default_factory=lambda: SingleFlight(keep_seconds=60), repr=False)
@@ -187,11 +190,14 @@ class Runtime:
 
     def recheck(self, finding: Finding, key: str, cluster: str, now: datetime) -> Finding | None:
         """A request's ``finding`` (its ``key``) as a fresh read of ``cluster`` shows it right
-        before acting: an idle kind detected again (None: no longer found); a right-sizing as it
-        was while its advice still holds over the re-check window (:meth:`advice_refusal`; its
-        executor then plans the patch only while the GPU request is what the advice saw); and
-        without its action, the sentences of the one gate (:meth:`gate`) or of the advice
-        re-check in ``report_reason``, when either refuses it now. Raises what the sources raise."""
+        before acting: an idle kind detected again (None: no longer found); a budget's hold while
+        its budget still asks for it (:func:`~bot.runtime.budgets.hold_refusal`); a right-sizing
+        while its advice still holds over the re-check window (:meth:`advice_refusal`); without
+        its action, why the gate or the re-check refuses it now, in ``report_reason``. Raises
+        what the sources raise."""
+        if finding.kind == EXHAUSTED:
+            refused = hold_refusal(self, finding, cluster, now)
+            return dataclasses.replace(finding, action=None, report_reason="; ".join(refused)) if refused else finding
         if finding.kind == RIGHT_SIZE:
             snapshot = self.snapshot_of(cluster, now)
             refused = self.gate(finding, cluster, now, snapshot)

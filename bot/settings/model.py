@@ -30,6 +30,8 @@ from actions.policy.namespaces import merged
 from actions.policy.rules import Policy
 from actions.policy.teams import Team, TeamDirectory, slack_ids
 from actions.pricing.overrides import PriceOverrides
+from bot.settings.anomalies import AnomalySettings
+from bot.settings.budgets import BudgetSettings
 from bot.settings.clusters import (
     ClusterSettings,
     ClusterTarget,
@@ -335,6 +337,8 @@ class Settings(BaseSettings):
     leader_election: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)
     costs: CostSettings = Field(default_factory=CostSettings)
     alerts: AlertSettings = Field(default_factory=AlertSettings)
+    budgets: list[BudgetSettings] = Field(default_factory=list)
+    anomalies: AnomalySettings = Field(default_factory=AnomalySettings)
     actions: ActionSettings = Field(default_factory=ActionSettings)
     teams: list[Team] = Field(default_factory=list)
     policy: Policy = Field(default_factory=Policy)

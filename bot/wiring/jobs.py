@@ -18,7 +18,8 @@ from bot.chat.auto import AutoActions
 from bot.chat.proposals import Proposals
 from bot.chat.verify import Verifier
 from bot.jobs import advice as advice_jobs
-from bot.jobs import alerts, ledger, prices, sweep
+from bot.jobs import alerts, anomalies, budgets, ledger, prices, sweep
+from bot.runtime.queue_starts import QueueStarts
 from bot.runtime.runtime import Runtime
 from bot.service.leader import replica_identity
 from bot.settings import Settings
@@ -58,11 +59,16 @@ def alerts_for(
         kueue = {"": kueue}
     return alerts.AlertsJob(
         store=rt.store, chat=rt.chat, teams=rt.teams, settings=settings.alerts,
-        read_queues=rt.read_queues, budgets=rt.team_budgets,
+        read_queues=QueueStarts(rt).read_queues, budgets=rt.team_budgets,
         spend_report=rt.fleet_report if rt.costs is not None else None,
         kueue=dict(kueue or {}), timezone=settings.costs.timezone, clock=rt.clock,
         clusters=tuple(c.name for c in rt.clusters), home=rt.home(),
     )
+
+
+def budgets_for(rt: Runtime, settings: Settings) -> budgets.BudgetsJob:
+    """The budget job over ``rt``: its alerts claimed and posted as the alerts job's are."""
+    return budgets.BudgetsJob(rt, alerts_for(rt, settings).post, settings.alerts.budget_thresholds_percent)
 
 
 def digests_for(rt: Runtime, settings: Settings, *, holder: str | None = None) -> digests.DigestsJob:
@@ -90,6 +96,17 @@ def ledger_job(rt: Runtime, settings: Settings, target: ClusterTarget | None = N
     return ledger.LedgerJob(rollup, store, settings.ledger, rt.policy, rt.clock)
 
 
+def anomalies_for(rt: Runtime, settings: Settings, *, holder: str | None = None) -> anomalies.AnomaliesJob:
+    """The spend-anomaly job over every cluster's ledger in ``rt``'s store, priced with ``rt``'s
+    prices, posting to each team's channel and ``slack.admin_channel``."""
+    return anomalies.AnomaliesJob(
+        store=rt.store, chat=rt.chat, teams=rt.teams, prices=rt.prices, settings=settings.anomalies,
+        clusters=tuple(t.name for t in settings.cluster_targets()),
+        holder=holder or replica_identity(settings.leader_election), team_label=settings.costs.team_label,
+        admin_channel=settings.slack.admin_channel, clock=rt.clock,
+    )
+
+
 def _every(seconds: float) -> IntervalTrigger:
     return IntervalTrigger(seconds=seconds, timezone=timezone.utc)
 
@@ -98,7 +115,8 @@ def scheduled_jobs(rt: Runtime, settings: Settings, *, verify: bool = False) -> 
     """Every scheduled job this bot runs, in one place: the idle sweep (judging done actions'
     outcomes too with ``verify``: :func:`sweep_for`), the alerts, the digests (a frequent
     check; each team's digest fires at its own local time), new advice (every
-    ``advice.post_every_seconds``), when ``ledger.enabled`` the usage ledger's rollup, and, when
+    ``advice.post_every_seconds``), when ``ledger.enabled`` the usage ledger's rollup and
+    (``anomalies.enabled``, by default with the ledger) the spend anomalies, and, when
     ``prices.aws.enabled``, the live-price refresh."""
     from bot.jobs import digests
     from bot.jobs.scheduler import ScheduledJob
@@ -109,6 +127,7 @@ def scheduled_jobs(rt: Runtime, settings: Settings, *, verify: bool = False) -> 
         ScheduledJob(alerts.JOB_ID, _every(settings.alerts.interval_seconds), alerts_for(
             rt, settings, kueue=kueue_by_cluster(settings) if rt.clusters else kueue_metrics(settings)).scheduled),
         ScheduledJob(digests.JOB_ID, _every(digests.DIGEST_CHECK_SECONDS), digests_for(rt, settings).scheduled),
+        ScheduledJob(budgets.JOB_ID, _every(settings.alerts.interval_seconds), budgets_for(rt, settings).scheduled),
     ]
     if settings.ledger.enabled:
         # One rollup per cluster, each claimed on its own (the first keeps the id "usage-ledger").
@@ -117,6 +136,10 @@ def scheduled_jobs(rt: Runtime, settings: Settings, *, verify: bool = False) -> 
                 ledger.JOB_ID if i == 0 else f"{ledger.JOB_ID}-{target.name}", _every(settings.ledger.interval_seconds),
                 ledger_job(rt, settings, target).scheduled, first_run_at_start=True,
             ))
+    if settings.anomalies.active(settings.ledger.enabled):
+        # At the rollup's pace: each hour it writes is judged within one interval.
+        jobs.append(ScheduledJob(anomalies.JOB_ID, _every(settings.ledger.interval_seconds),
+                                 anomalies_for(rt, settings).scheduled))
     every = settings.advice.post_every_seconds
     if every is not None and rt.advice_setup is not None:
         posts = advice_jobs.AdviceJob(

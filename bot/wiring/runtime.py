@@ -155,6 +155,7 @@ def build_runtime(
         cluster_name=settings.cluster_name,
         home_cluster=home,
         advice_setup=advice_setup(settings),
+        configured_budgets=tuple(b.budget() for b in settings.budgets),
         timeouts=ActionTimeouts(
             recheck=settings.actions.recheck_timeout_seconds,
             # The writer's GET and PATCH, each bounded by the timeout, up to three times on conflicts.

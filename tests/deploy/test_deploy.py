@@ -406,6 +406,9 @@ EXECUTOR_TARGETS = [
     (ActionVerb.RESIZE_GPUS, _target(ActionVerb.STOP_NOTEBOOK, "kubeflow.org/v1")),
     (ActionVerb.RESIZE_GPUS, ObjectRef("apps/v1", "Deployment", "serving", "chat-api")),
     (ActionVerb.RESIZE_GPUS, _target(ActionVerb.SCALE_TO_ZERO, "apps/v1")),
+    # A budget's hold sets the LocalQueue's spec.stopPolicy (Kueue's own field, no subresource).
+    (ActionVerb.HOLD_LOCALQUEUE, ObjectRef("kueue.x-k8s.io/v1beta2", "LocalQueue", shapes.NS, "team-a")),
+    (ActionVerb.DRAIN_LOCALQUEUE, ObjectRef("kueue.x-k8s.io/v1beta1", "LocalQueue", shapes.NS, "team-a")),
 ]
 # The right-sizing the RESIZE_GPUS targets above get: their one container's whole GPU to a MIG slice.
 TO_MIG = GpuResize(before=(("nvidia.com/gpu", 1),), after=(("nvidia.com/mig-1g.10gb", 1),))

@@ -11,9 +11,11 @@ vanish when stopped) in :data:`LISTED_KINDS`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 
+from actions.kueue.quota import quantity
 from actions.model.kube import KubeObject, controller_of
 from actions.model.kueue import ClusterQueue, LocalQueue, ResourceFlavor
 from actions.sources.kube.objects import is_gpu_resource, owner_refs
@@ -83,6 +85,7 @@ class _OwnerPage(msgspec.Struct):
 
 class _LocalQueueSpec(msgspec.Struct, rename="camel"):
     cluster_queue: str = ""
+    stop_policy: str = "None"  # kueue apis/kueue/v1beta1 localqueue_types.go: +kubebuilder:default="None"
 
 
 class K8sLocalQueue(msgspec.Struct):
@@ -90,8 +93,14 @@ class K8sLocalQueue(msgspec.Struct):
     spec: _LocalQueueSpec = msgspec.field(default_factory=_LocalQueueSpec)
 
 
+class _ResourceQuota(msgspec.Struct, rename="camel"):
+    name: str = ""
+    nominal_quota: Any = None  # a Kubernetes quantity: 8 or "8"
+
+
 class _FlavorQuotas(msgspec.Struct):
     name: str = ""
+    resources: list[_ResourceQuota] = []
 
 
 class _ResourceGroup(msgspec.Struct, rename="camel"):
@@ -177,17 +186,26 @@ def decode_owner_page(data: bytes, api_version: str, kind: str) -> tuple[list[Ku
 
 
 def local_queue(obj: K8sLocalQueue) -> LocalQueue:
-    return LocalQueue(obj.metadata.namespace, obj.metadata.name, obj.spec.cluster_queue)
+    return LocalQueue(obj.metadata.namespace, obj.metadata.name, obj.spec.cluster_queue,
+                      obj.spec.stop_policy or "None", dict(obj.metadata.annotations))
 
 
 def cluster_queue(obj: K8sClusterQueue) -> ClusterQueue:
-    """A ClusterQueue with the flavors of the resource groups that cover a GPU resource."""
+    """A ClusterQueue with the flavors of the resource groups that cover a GPU resource and its
+    GPU ``nominalQuota`` summed over them (None when it sets none)."""
     flavors: dict[str, None] = {}
+    quota: float | None = None
     for group in obj.spec.resource_groups:
         if any(is_gpu_resource(r) for r in group.covered_resources):
             for f in group.flavors:
                 flavors[f.name] = None
-    return ClusterQueue(obj.metadata.name, obj.spec.cohort_name or obj.spec.cohort or None, tuple(flavors))
+                for r in f.resources:
+                    if is_gpu_resource(r.name) and r.nominal_quota is not None:
+                        try:
+                            quota = (quota or 0.0) + quantity(r.nominal_quota)
+                        except ValueError:
+                            continue  # a quantity this reader cannot read: the quota stays unknown for it
+    return ClusterQueue(obj.metadata.name, obj.spec.cohort_name or obj.spec.cohort or None, tuple(flavors), quota)
 
 
 def resource_flavor(obj: K8sResourceFlavor) -> ResourceFlavor:

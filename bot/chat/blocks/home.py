@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from actions.advice.request import RIGHT_SIZE
+from actions.budgets.model import EXHAUSTED
 from actions.model.findings import Finding
 from actions.text import gpu_amount
 from bot.chat.blocks import context, duration, header, plain, section, short_time, usd
@@ -114,6 +115,8 @@ def _title(f: Finding) -> str:
     where = f"{f.namespace + '/' if f.namespace else ''}{f.name}"
     if f.kind == RIGHT_SIZE:
         return f"Right-size GPUs: {f.consumer_kind} {where}"
+    if f.kind == EXHAUSTED:
+        return f"GPU budget used up: hold LocalQueue {where}"
     return f"{TITLES.get(f.kind, 'Idle GPUs')}: {f.consumer_kind} {where}{' in cluster ' + f.cluster if f.cluster else ''}"
 
 
@@ -121,12 +124,14 @@ def _facts(f: Finding) -> str:
     if f.kind == RIGHT_SIZE:
         saving = f"saves {usd(f.usd_per_hour * 730)}/month" if f.usd_per_hour else "saving unknown"
         return f"{plain(f.action.summary) if f.action else 'advice'}: {saving}"
+    if f.kind == EXHAUSTED:
+        return plain(f.notes[0] if f.notes else "budget used up")
     cost = f"reserved, {usd(f.usd_per_hour)}/h paid either way" if f.reserved else f"{usd(f.usd_per_hour)}/h"
     return f"{gpu_amount(f.gpus)} × {plain(f.gpu_model)} idle for {duration(f.idle_seconds)} · {cost}"
 
 
 def _approvable(f: Finding) -> bool:
-    return f.action is not None and (f.kind == RIGHT_SIZE or f.handling.mode != "report")
+    return f.action is not None and (f.kind in (RIGHT_SIZE, EXHAUSTED) or f.handling.mode != "report")
 
 
 def _request_blocks(r: HomeRequest) -> list[dict]:

@@ -1,5 +1,8 @@
 """``/gpu budget [team]`` shows monthly GPU budgets; ``/gpu budget set <team> <usd>/month`` sets
-one (the team's approvers only, audited)."""
+one (the team's approvers only, audited); ``/gpu budget set localqueue|clusterqueue|team <name>
+<amount> [gpu-hours] [/month|/week|every 14 days from 2026-11-02] [warn|ask|auto]`` sets a budget
+Kueue can enforce (:mod:`actions.budgets.words`; a LocalQueue's by its team's approvers, a
+ClusterQueue's by the cluster admins)."""
 
 from __future__ import annotations
 
@@ -8,16 +11,19 @@ import re
 from datetime import datetime, timedelta
 
 from actions.alerts.budgets import month_end_forecast, month_progress
+from actions.budgets.words import BudgetWordsError, is_budget_rule, read_budget
 from actions.policy.teams import ADMIN_TEAM, TeamDirectory
 from bot.chat import blocks
 from bot.chat.blocks.fit import fit_rows
-from bot.chat.commands.context import CommandContext, Reply, UsageError
+from bot.chat.commands.context import CommandContext, Reply, UsageError, cluster_arg
 from bot.chat.failures import explain
+from bot.runtime.budgets import budget_state, budgets_in_force, team_of_budget
 from bot.runtime.chat import Message
 
 NAME = "budget"
 SUMMARY = "a team's monthly GPU budget, spend and forecast; `set` changes it (approvers only)"
 EXAMPLE = "/gpu budget set research 5000/month"
+RULE_EXAMPLE = "/gpu budget set localqueue training/training-queue 2000 gpu-hours/month ask"
 
 # "5000", "$5,000", "5000/month", "$5,000.50 per month", "5k/mo"
 _AMOUNT = re.compile(
@@ -74,7 +80,8 @@ def _show(ctx: CommandContext, team: str | None) -> Reply:
         here = [name for name, t in rt.teams.teams.items() if t.channel == ctx.channel]
         team = here[0] if len(here) == 1 else None
     names = [team] if team else sorted(budgets)
-    if not names:
+    rules = _rule_lines(rt, team)
+    if not names and not rules:
         return Reply(blocks.text_message(f"No team has a GPU budget yet. Set one: `{EXAMPLE}`"))
     now = rt.clock()
     stored = {b.team: b for b in rt.store.budgets()}
@@ -112,6 +119,7 @@ def _show(ctx: CommandContext, team: str | None) -> Reply:
                 )
             line += _across(rt, start, now)
         lines.append(line)
+    lines += rules
     # A spend of $0.00 from empty telemetry must not read as a team that spent nothing.
     warnings = ["\n".join(f":warning: {blocks.plain(w)}" for w in short)] if short else []
     # A team per row, never cut within one; teams past Slack's 50 blocks are counted, not
@@ -119,6 +127,25 @@ def _show(ctx: CommandContext, team: str | None) -> Reply:
     sections = fit_rows(lines, max_sections=blocks.MESSAGE_BLOCKS, tail=warnings, noun="more teams",
                         hint="name one: `/gpu budget <team>`")
     return Reply(Message(text=lines[0].splitlines()[0].replace("*", ""), blocks=[blocks.section(t) for t in sections]))
+
+
+def _rule_lines(rt, team: str | None) -> list[str]:  # noqa: ANN001 - a Runtime
+    """A line per budget Kueue can enforce (``team``'s only, when named): its spend in its period
+    and what happens at 100%."""
+    lines, then = [], {"warn": "an alert", "ask": "a hold asked of the approvers", "auto": "a hold after the grace"}
+    now, seen = rt.clock(), {}
+    for b in budgets_in_force(rt):
+        if team is not None and team_of_budget(rt, b) != team:
+            continue
+        head = f"*{blocks.plain(b.subject())}*: {blocks.plain(b.describe())}, at 100% {then[b.on_exhausted]} ({b.source})"
+        try:
+            cluster = b.cluster or rt.cluster_name
+            if cluster not in seen:
+                seen[cluster] = rt.snapshot_of(cluster, now)
+            lines.append(f"{head}\n    used {blocks.plain(budget_state(rt, b, now, seen[cluster]).describe())}")
+        except Exception as e:  # noqa: BLE001 - the budget is still worth showing without its spend
+            lines.append(f"{head}\n    spend: unavailable ({blocks.plain(explain(e).message)})")
+    return lines
 
 
 def _refuse_unknown_team(teams: TeamDirectory, team: str, amount: str) -> None:
@@ -139,9 +166,35 @@ def _refuse_unknown_team(teams: TeamDirectory, team: str, amount: str) -> None:
     )
 
 
+def _set_rule(ctx: CommandContext, args: list[str]) -> Reply:
+    """``set localqueue training/training-queue 2000 gpu-hours/month ask`` and the like."""
+    rt = ctx.rt
+    words, cluster = cluster_arg(" ".join(args), RULE_EXAMPLE)
+    try:
+        budget = read_budget(words, cluster or "")
+    except BudgetWordsError as e:
+        raise UsageError(blocks.plain(str(e)), blocks.plain(e.example)) from None
+    team = team_of_budget(rt, budget)
+    now = rt.clock()
+    if ctx.user not in rt.approvers_of(team):
+        rt.store.audit(None, actor=ctx.user, event="budget-set-rejected", now=now,
+                       detail={"budget": budget.key, "reason": "not an approver", "team": team})
+        return Reply(blocks.error_message(
+            f"Only approvers of {'the cluster admins' if team == ADMIN_TEAM else 'team ' + blocks.plain(team)} can set "
+            f"the budget of {blocks.plain(budget.subject())}. Nothing was changed."))
+    rt.store.set_rule(budget, ctx.user, now)
+    then = {"warn": "an alert at 100%", "ask": "a request to hold its LocalQueue(s) at 100%",
+            "auto": f"its LocalQueue(s) held at 100% after {blocks.duration(budget.grace_seconds)}"}[budget.on_exhausted]
+    return Reply(blocks.text_message(
+        f":white_check_mark: <@{blocks.plain(ctx.user)}> set the GPU budget of {blocks.plain(budget.subject())} to "
+        f"{blocks.plain(budget.describe())}, then {then}."), ephemeral=False)
+
+
 def _set(ctx: CommandContext, args: list[str]) -> Reply:
 
     rt = ctx.rt
+    if args and is_budget_rule(args[0]):
+        return _set_rule(ctx, args)
     if len(args) < 2:
         raise UsageError("Say which team and how many USD per month.", EXAMPLE)
     team, amount_text = args[0], " ".join(args[1:])

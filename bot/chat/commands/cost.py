@@ -1,7 +1,8 @@
-"""``/gpu cost [team] [period] [--cluster NAME]``: GPU-hours and USD per team, in the showback
-layout.
+"""``/gpu cost [team] [period] [by localqueue|clusterqueue] [--cluster NAME]``: GPU-hours and USD
+per team (or per Kueue LocalQueue or ClusterQueue), in the showback layout.
 
-Without a team: one table of every team. A bot of several clusters reports the fleet, with a
+Without a team: one table of every team; ``by localqueue`` (``per lq``, ``cq``, ...) one table of
+every LocalQueue or ClusterQueue, the same total (:mod:`actions.cost.queues`). A bot of several clusters reports the fleet, with a
 line per cluster under the table; ``--cluster NAME`` reports that cluster alone. Periods: ``7d``, ``30d`` (default), ``mtd``,
 ``last-month`` (also ``12h``, ``2w``). The report reads weeks of Prometheus history, which can
 take seconds: ``bot.chat.slack.app`` acks the slash command before dispatching and answers through the
@@ -17,8 +18,10 @@ from datetime import datetime, timedelta
 
 from actions.cost.fleet import FleetReport
 from actions.cost.periods import PERIOD_EXAMPLES, PeriodError, parse_period
+from actions.cost.queues import ALIASES, BY_CLUSTER_QUEUE, BY_LOCAL_QUEUE, BY_TEAM, closest_grouping, queue_report
 from actions.cost.report import EFFICIENCY_TARGET, CostReport, TeamReport, table_order
 from actions.model.energy import EnergyUse
+from actions.sources.kube.reader import ClusterReadError
 from actions.sources.prometheus.api import TelemetryError
 from actions.text import co2e, kwh
 from bot.chat import blocks
@@ -28,9 +31,14 @@ from bot.runtime.chat import Message
 from bot.runtime.runtime import ReportUnavailable, UnknownCluster
 
 NAME = "cost"
-SUMMARY = "GPU-hours and cost per team (idle share, efficiency, spot ratio, top consumers)"
+SUMMARY = "GPU-hours and cost per team, or by Kueue LocalQueue or ClusterQueue (idle share, efficiency, spot ratio, top consumers)"
 EXAMPLE = "/gpu cost research 30d"
 CLUSTER_EXAMPLE = "/gpu cost 30d --cluster gpu-west"
+QUEUE_EXAMPLE = "/gpu cost by localqueue 30d"
+# What a table's lines are, by grouping: its column heading and title word.
+LINE_NOUN = {BY_TEAM: "team", BY_LOCAL_QUEUE: "LocalQueue", BY_CLUSTER_QUEUE: "ClusterQueue"}
+# Grouping words understood without ``by``: those no one names a team.
+_BARE = {w for w in ALIASES if w not in ("team", "teams", "queue", "queues")}
 DEFAULT_PERIOD = "30d"
 MAX_PRICE_LINES = 12  # keeps a section under Slack's 3000 characters
 
@@ -179,15 +187,19 @@ def clusters_table(fleet: FleetReport) -> str:
     return "```\n" + "\n".join(lines) + "\n```"
 
 
-def all_teams_message(report: CostReport, fleet: FleetReport | None = None, cluster: str | None = None) -> Message:
+def all_teams_message(
+    report: CostReport, fleet: FleetReport | None = None, cluster: str | None = None, by: str = BY_TEAM,
+) -> Message:
     """Every team in one table (GPU-hours, USD, idle share, efficiency, spot ratio), highest cost
     first and ``unallocated`` last, with the total; then, when the nodes' GPU capacity was read,
     the GPU-hours no pod requested and what all GPU nodes cost (the two add up to it); with a
     ``fleet`` of several clusters, a line per cluster (:func:`clusters_table`); the report's
-    notes and warnings below. ``cluster`` names the one cluster reported, when one was chosen."""
-    rows = table_order(report.teams.values())
-    width = max([len("team"), len("unrequested")] + [len(r.team) for r in rows])
-    header = f"{'team':<{width}}  {'GPU-hrs':>9}  {'cost':>12}  {'idle':>6}  {'effic.':>6}  {'spot':>6}"
+    notes and warnings below. ``cluster`` names the one cluster reported, when one was chosen.
+    ``by`` a queue grouping: the lines are :func:`actions.cost.queues.queue_report`'s, in its order."""
+    rows = table_order(report.teams.values()) if by == BY_TEAM else list(report.teams.values())
+    noun = LINE_NOUN[by]
+    width = max([len(noun), len("unrequested")] + [len(r.team) for r in rows])
+    header = f"{noun:<{width}}  {'GPU-hrs':>9}  {'cost':>12}  {'idle':>6}  {'effic.':>6}  {'spot':>6}"
     # Energy columns only where DCGM measured some: a cluster without power series shows none.
     energy = any(r.energy.gpu_energy_kwh for r in rows)
     carbon = energy and any(r.energy.co2e_kg is not None for r in rows)
@@ -212,14 +224,14 @@ def all_teams_message(report: CostReport, fleet: FleetReport | None = None, clus
         body.append(f"{'GPU nodes':<{width}}  {report.node_gpu_hours:>9,.0f}  {blocks.usd(report.node_cost_usd):>12}"
                     + (f"{_NO_RATIOS}  {report.node_energy_kwh:>9,.0f}" if energy else ""))
     several = fleet is not None and len(fleet.totals()) > 1
-    title = "GPU cost by team" + (f", cluster {cluster}" if cluster else ", all clusters" if several else "")
+    title = f"GPU cost by {noun}" + (f", cluster {cluster}" if cluster else ", all clusters" if several else "")
     out = [blocks.header(title), blocks.context(period_label(report.period_start, report.period_end))]
     # Every team's row in sections of their own code block, the totals always last; rows that
     # would pass Slack's 50 blocks are counted in a "more" line instead.
     room = blocks.MESSAGE_BLOCKS - len(out) - (2 if several else 1)
     total_rows = body[len(rows):]
     out += [blocks.section(t) for t in fit_rows(body[: len(rows)], max_sections=room, repeat=header, tail=total_rows,
-                                                 code=True, noun="more teams")]
+                                                 code=True, noun=f"more {noun}s")]
     if several:
         out.append(blocks.section("*By cluster*\n" + clusters_table(fleet)))
     notes = [blocks.plain(n) for n in (*report.warnings, *report.notes)] if several else [blocks.plain(n) for n in report.notes]
@@ -236,7 +248,7 @@ def all_teams_message(report: CostReport, fleet: FleetReport | None = None, clus
         notes += [blocks.plain(n) for n in r.notes]
     notes.append(f"Details and price sources: `{blocks.plain('/gpu cost <team> <period>')}`")
     out.append(blocks.context(*notes))
-    return Message(text=f"GPU cost by team: {blocks.usd(report.cost_usd)} for {report.gpu_hours:,.0f} GPU-hours", blocks=out)
+    return Message(text=f"GPU cost by {noun}: {blocks.usd(report.cost_usd)} for {report.gpu_hours:,.0f} GPU-hours", blocks=out)
 
 
 def parse_args(args: str, now: datetime, tz: str = "UTC") -> tuple[str | None, datetime, datetime]:
@@ -264,13 +276,85 @@ def parse_args(args: str, now: datetime, tz: str = "UTC") -> tuple[str | None, d
     return team, start, end
 
 
+def grouping_arg(args: str) -> tuple[str, str]:
+    """``(the other words, grouping)`` from ``by localqueue``, ``per lq``, ``by-cq``, a bare ``lq``
+    or ``clusterqueue`` anywhere in ``args`` (:data:`actions.cost.queues.ALIASES`; default
+    ``team``). Raises UsageError, saying what was read and with an example, for ``by`` without a
+    grouping it knows (a misspelling gets the one meant) and for two groupings."""
+    words, rest, found, i = args.split(), [], None, 0
+    while i < len(words):
+        word = words[i].lower()
+        head, dash, tail = word.partition("-")
+        if word in ("by", "per") or (dash and head in ("by", "per")):
+            said = tail if dash else (words[i + 1].lower() if i + 1 < len(words) else "")
+            i += 1 if dash else 2
+        elif word in _BARE:
+            head, said, i = "by", word, i + 1
+        else:
+            rest.append(words[i])
+            i += 1
+            continue
+        by = ALIASES.get(said)
+        others = " ".join(rest + words[i:])
+        if by is None:
+            guess = closest_grouping(said) if said else None
+            meant = f"; did you mean `{head} {guess}`?" if guess else "."
+            what = f"`{head} {said}` is not" if said else f"`{head}` needs"
+            raise UsageError(
+                blocks.plain(f"{what} one of team, localqueue (lq) or clusterqueue (cq){meant} "
+                             f"I read the rest as: {others or 'nothing (every team, 30d)'}."),
+                blocks.plain(f"/gpu cost by {guess or BY_LOCAL_QUEUE} {others or DEFAULT_PERIOD}"),
+            )
+        if found not in (None, by):
+            raise UsageError(f"Two groupings given ({found}, {by}); give one.", QUEUE_EXAMPLE)
+        found = by
+    return " ".join(rest), found or BY_TEAM
+
+
+def _by_queue(ctx: CommandContext, by: str, start: datetime, end: datetime, cluster: str | None) -> Reply:
+    """The table of every LocalQueue or ClusterQueue (``by``) of one cluster: the only one, or the
+    one named; the ClusterQueues from the cluster's LocalQueue objects."""
+    rt = ctx.rt
+    assert rt is not None
+    if rt.clusters and cluster is None:
+        raise UsageError(f"A cost by {LINE_NOUN[by]} is of one cluster: name it (the clusters: {', '.join(rt.cluster_names())}).",
+                         f"/gpu cost by {by} 30d --cluster {rt.cluster_names()[0]}")
+    try:
+        costs = rt.parts(cluster).costs if rt.clusters else rt.costs
+        if cluster not in (None, rt.cluster_name) and not rt.clusters:
+            raise UnknownCluster(f"no cluster {cluster!r}; this bot watches one cluster, {rt.cluster_name}")
+    except UnknownCluster as e:
+        raise UsageError(blocks.plain(str(e)), CLUSTER_EXAMPLE) from None
+    if costs is None:
+        return Reply(blocks.error_message("Cost reports need the running bot with Prometheus configured."))
+    name = cluster or rt.cluster_name
+    try:
+        queues = rt.snapshot_of(name, rt.clock()).local_queues if by == BY_CLUSTER_QUEUE else ()
+        report = queue_report(costs, rt.prices, rt.policy, start, end, by, queues,
+                              api_nodes=lambda: rt.snapshot_of(name, rt.clock()).nodes)
+    except ClusterReadError as e:
+        return Reply(blocks.error_message(f"I could not read the cluster's LocalQueues: {blocks.plain(e)}"))
+    except TelemetryError as e:
+        return Reply(blocks.error_message(f"I could not build the cost report: {blocks.plain(e)}"))
+    report = dataclasses.replace(report, notes=report.warnings + report.notes)
+    return Reply(all_teams_message(report, None, cluster if rt.clusters else None, by=by), ephemeral=False)
+
+
 def handle(args: str, ctx: CommandContext) -> Reply:
 
     rt = ctx.rt
     if rt is None or rt.costs is None:
         return Reply(blocks.error_message("Cost reports need the running bot with Prometheus configured."))
     args, cluster = cluster_arg(args, CLUSTER_EXAMPLE)
+    args, by = grouping_arg(args)
     team, start, end = parse_args(args, rt.clock(), rt.costs.timezone)
+    if by != BY_TEAM:
+        if team is not None:
+            raise UsageError(
+                blocks.plain(f"A cost by {LINE_NOUN[by]} covers every team; leave out the team (I read: team {team!r}, by {by})."),
+                blocks.plain(f"/gpu cost by {by} {args.replace(team, '').strip() or DEFAULT_PERIOD}"),
+            )
+        return _by_queue(ctx, by, start, end, cluster)
     fleet = None
     try:
         if cluster is None and rt.clusters:
@@ -289,6 +373,9 @@ def handle(args: str, ctx: CommandContext) -> Reply:
         return Reply(all_teams_message(report, fleet, cluster if rt.clusters else None), ephemeral=False)
     found = report.team(team)
     if found is None:
+        if closest_grouping(team):  # a grouping misspelt: not a team
+            raise UsageError(blocks.plain(f"{team!r} is no team; to see cost by queue, write `by {closest_grouping(team)}`."),
+                             blocks.plain(f"/gpu cost by {closest_grouping(team)} 30d"))
         known = ", ".join(sorted(report.teams)) or "none yet"
         raise UsageError(
             blocks.plain(f"No team {team!r} in this period (teams: {known})."),

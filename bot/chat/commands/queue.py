@@ -11,6 +11,7 @@ from bot.chat import blocks
 from bot.chat.blocks.fit import fit_blocks, fit_rows, more_line
 from bot.chat.commands.context import CommandContext, Reply, UsageError, cluster_arg
 from bot.runtime.chat import Message
+from bot.runtime.queue_starts import QueueStarts
 from bot.runtime.runtime import UnknownCluster
 
 NAME = "queue"
@@ -57,7 +58,11 @@ def report_message(report: QueueReport, api_version: str | None, team: str | Non
                 w = p.workload
                 asks = blocks.plain(f"{w.gpus} × {p.gpu_family or 'GPU'}" + (f" ({', '.join(p.flavors)})" if p.flavors else ""))
                 where = f", {blocks.plain(p.position_text)}" if p.position_text else ""
-                lines.append(f"    ◦ {blocks.plain(w.name)} waits {blocks.duration(p.waiting_seconds)}, asks {asks}{where}")
+                start = report.starts.get(w.uid)
+                starts = f"; starts {blocks.plain(start.text())}" if start else ""
+                lines.append(f"    ◦ {blocks.plain(w.name)} waits {blocks.duration(p.waiting_seconds)}, asks {asks}{where}{starts}")
+                if start and start.admitting:
+                    lines.append(f"        {blocks.plain(start.admitting.sentence())}")
             if len(lq.pending) > 5:
                 lines.append(f"    ◦ … and {len(lq.pending) - 5} more pending")
         sections += [blocks.section(t) for t in fit_rows(lines[1:], max_sections=1, title=lines[0], hint=HINT)]
@@ -74,7 +79,8 @@ def report_message(report: QueueReport, api_version: str | None, team: str | Non
         blocks.context(
             f"Workloads read as {blocks.plain(api_version)} at {blocks.short_time(report.at)}. "
             "A pending Workload's ClusterQueue is its LocalQueue's spec.clusterQueue, its flavors those the ClusterQueue "
-            "offers for GPUs (GPU model from the ResourceFlavor's nodeLabels), its position Kueue's visibility API's."
+            "offers for GPUs (GPU model from the ResourceFlavor's nodeLabels), its position Kueue's visibility API's. "
+            "A start is a range: the runs ahead and running lasting their LocalQueue's p50, then p90, in the usage ledger."
         )
     )
     pending = len(report.pending)
@@ -126,14 +132,14 @@ def handle(args: str, ctx: CommandContext) -> Reply:
         answers: list[tuple[str, Message | str]] = []
         for name in rt.cluster_names():
             try:
-                snapshot, _, report = rt.read_queues(now, team=team, cluster=name)
+                snapshot, _, report = QueueStarts(rt).read_queues(now, team=team, cluster=name)
             except ClusterReadError as e:
                 answers.append((name, str(e)))
                 continue
             answers.append((name, report_message(report, snapshot.workload_api_version, team, name)))
         return Reply(fleet_message(answers))
     try:
-        snapshot, _, report = rt.read_queues(now, team=team, cluster=cluster)
+        snapshot, _, report = QueueStarts(rt).read_queues(now, team=team, cluster=cluster)
     except UnknownCluster as e:
         raise UsageError(blocks.plain(str(e)), f"/gpu queue --cluster {rt.cluster_names()[0]}") from None
     except ClusterReadError as e:

@@ -212,3 +212,104 @@ def test_gpu_cost_says_when_prometheus_cannot_answer(runtime):
     assert reply.ephemeral
     assert "I could not build the cost report: Prometheus at http://127.0.0.1:" in reply.message.text
     assert "is unreachable (Connection refused; tried once): check prometheus.url" in reply.message.text
+
+
+# --- by Kueue queue ----------------------------------------------------------------------------------
+
+LQ = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "LocalQueue",
+      "metadata": {"namespace": "training", "name": "training-queue", "uid": "lq-1"}, "spec": {"clusterQueue": "h100-spot"}}
+
+
+def test_report_by_localqueue_as_json_keys_the_lines_namespace_slash_name(tmp_path, usage_prometheus):
+    by_team = json.loads(_report(tmp_path, usage_prometheus, "--period", "30d", "--json").stdout)
+    result = _report(tmp_path, usage_prometheus, "--by", "localqueue", "--period", "30d", "--json")
+    assert result.exit_code == 0, result.output
+    r = json.loads(result.stdout)
+    assert r["by"] == "localqueue" and "teams" not in r
+    lines = r["localqueues"]
+    assert list(lines) == ["training/training-queue", "(no LocalQueue)"]
+    q = lines["training/training-queue"]
+    assert (round(q["gpu_hours"], 6), round(q["cost_usd"], 2), round(q["idle_cost_usd"], 2), q["spot_ratio"]) == (
+        960, 2400.00, 200.00, 1.0)
+    assert set(q) == set(by_team["teams"]["training"])  # the keys a team has
+    # The same total as the team report, to the cent (render-0's spot node read from the dump by both).
+    assert round(sum(x["cost_usd"] for x in lines.values()), 2) == round(
+        sum(t["cost_usd"] for t in by_team["teams"].values()), 2) == round(2400.00 + 7229.28 - 165.12 + 60.00, 2)
+
+
+def test_report_by_clusterqueue_reads_the_local_queues_of_the_cluster_state(tmp_path, usage_prometheus):
+    dump = tmp_path / "cluster.json"
+    dump.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [SPOT_NODE, LQ]}))
+    args = ["report", "--config", str(_config(tmp_path, usage_prometheus)), "--at", "2026-11-21T00:00:00Z",
+            "--cluster-state", str(dump), "--by", "cq"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert "GPU cost by ClusterQueue" in result.stdout
+    row = next(line for line in lines if line.startswith("h100-spot "))
+    assert "960" in row and "$2,400.00" in row and "100.0%" in row  # spot ratio
+    assert next(line for line in lines if line.startswith("(no LocalQueue)")).split()[2] == "1,224"
+    assert "unknown ClusterQueue" not in result.stdout
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--by", "clustrqueue"], "did you mean --by clusterqueue?"),
+    (["--by", "namespace"], "Use team, localqueue (lq) or clusterqueue (cq)"),
+    (["--by", "lq", "--team", "training"], "leave out --team"),
+])
+def test_report_by_a_grouping_it_does_not_know_is_a_usage_error(tmp_path, usage_prometheus, args, said):
+    result = _report(tmp_path, usage_prometheus, *args)
+    assert result.exit_code == 2 and said in result.output
+
+
+@pytest.fixture
+def kueue_runtime(tmp_path, usage_prometheus):
+    """The runtime of ``runtime`` over a Kubernetes API that serves Kueue and holds training's LocalQueue."""
+    with FakeKubeApi([SPOT_NODE, LQ], kubeflow=False) as kube:
+        clock = Clock()
+        clock.now = END
+        store = Store(f"sqlite:///{tmp_path / 'kueue.db'}")
+        rt = Runtime(
+            store=store, chat=ConsoleChat(io.StringIO()), cluster=KubernetesSource(kube.api_client()),
+            telemetry=None, writer=None,  # type: ignore[arg-type]  # cost reports never read them
+            prices=price_book(), teams=TEAMS, policy=Policy(), dry_run=True, clock=clock,
+            costs=CostSetup(PrometheusUsage(usage_prometheus, team_label="team")),
+        )
+        yield rt
+        store.close()
+
+
+@pytest.mark.parametrize("text", ["cost by localqueue 30d", "cost 30d per lq", "cost lq", "cost by-queue"])
+def test_gpu_cost_by_localqueue_in_the_words_people_type(runtime, text):
+    rt, _, _ = runtime
+    reply = _cost(rt, text)
+    assert not reply.ephemeral, reply.message.text
+    out = to_text(reply.message)
+    assert "GPU cost by LocalQueue" in out
+    row = next(line for line in out.splitlines() if line.startswith("training/training-queue"))
+    assert "960" in row and "$2,400.00" in row
+
+
+def test_gpu_cost_by_clusterqueue_and_a_local_queue_gone(kueue_runtime, runtime):
+    out = to_text(_cost(kueue_runtime, "cost 7d by clusterqueue").message)
+    assert "GPU cost by ClusterQueue" in out and "h100-spot" not in out  # pretrain ran in October
+    out = to_text(_cost(kueue_runtime, "cost by cq 30d").message)
+    assert next(line for line in out.splitlines() if line.startswith("h100-spot ")).split()[2] == "$2,400.00"
+    rt, _, _ = runtime  # an API without Kueue: no LocalQueue object left
+    gone = to_text(_cost(rt, "cost by cq 30d").message)
+    assert "(unknown ClusterQueue)" in gone and "training/training-queue no longer in the cluster" in gone
+
+
+@pytest.mark.parametrize("text, problem, example", [
+    ("cost by clustrqueue 30d", "`by clustrqueue` is not one of team, localqueue (lq) or clusterqueue (cq); "
+     "did you mean `by clusterqueue`? I read the rest as: 30d.", "/gpu cost by clusterqueue 30d"),
+    ("cost 7d per", "`per` needs one of team", "/gpu cost by localqueue 7d"),
+    ("cost research by lq", "covers every team; leave out the team (I read: team 'research', by localqueue)",
+     "/gpu cost by localqueue 30d"),
+    ("cost localqeue 7d", "'localqeue' is no team; to see cost by queue, write `by localqueue`", "/gpu cost by localqueue 30d"),
+])
+def test_gpu_cost_by_a_misspelt_grouping_answers_what_it_read_and_an_example(runtime, text, problem, example):
+    rt, _, _ = runtime
+    reply = _cost(rt, text)
+    assert reply.ephemeral
+    assert problem in reply.message.text and f"For example: `{example}`" in reply.message.text

@@ -173,3 +173,30 @@ def test_a_team_without_a_budget_is_told_how_to_set_one(world):
 )
 def test_parse_usd_per_month(text, usd):
     assert parse_usd_per_month(text) == usd
+
+
+def test_a_budget_kueue_can_enforce_is_set_by_the_queues_team_and_read_as_typed(world):
+    rt, _, _ = world
+    reply = run(rt, "budget set lq ml-research/research-queue 2,000 GPU-hours per month ask", LEAD)
+    assert not reply.ephemeral
+    assert ("set the GPU budget of LocalQueue ml-research/research-queue to 2,000 GPU-hours per month, then a "
+            "request to hold its LocalQueue(s) at 100%") in reply.message.blocks[0]["text"]["text"]
+    [rule] = rt.store.rules()
+    assert (rule.scope, rule.name, rule.amount, rule.unit, rule.on_exhausted, rule.set_by) == (
+        "localqueue", "ml-research/research-queue", 2000.0, "gpu_hours", "ask", LEAD)
+    [event] = [e for e in rt.store.all_events() if e.event == "budget-set"]
+    assert event.detail()["budget"] == "localqueue:ml-research/research-queue" and event.detail()["previous"] is None
+    # A ClusterQueue serves several teams: only the cluster admins set its budget (none here).
+    refused = run(rt, "budget set cq cq-h100 $50k/week auto", LEAD)
+    assert refused.ephemeral and "Only approvers of the cluster admins" in refused.message.text
+    assert len(rt.store.rules()) == 1
+
+
+def test_a_misread_queue_budget_says_what_was_understood(world):
+    rt, _, _ = world
+    reply = run(rt, "budget set lq research-queue 2000", LEAD)
+    assert reply.ephemeral and "A LocalQueue is named namespace/name" in reply.message.text
+    assert "/gpu budget set localqueue training/research-queue 2000 gpu-hours/month" in reply.message.text
+    reply = run(rt, "budget set localqueue ml-research/q 10 drain", LEAD)
+    assert "set only in the bot's config (budgets[].stop_policy: HoldAndDrain)" in reply.message.text
+    assert rt.store.rules() == []

@@ -9,10 +9,12 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from actions.executors.kubernetes import KubernetesWriter
 from actions.kueue.queues import queue_report, wait_sentence
 from actions.model.findings import Finding
 from actions.model.kube import CapacityType
 from actions.model.kueue import Workload
+from actions.model.ledger import FILLED, REQUESTED, LedgerRow
 from actions.model.quote import PriceQuote
 from actions.model.snapshot import ClusterSnapshot
 from actions.policy.rules import Policy
@@ -22,11 +24,14 @@ from actions.pricing.catalog import PriceCatalog
 from actions.sources.kube.reader import KubernetesSource
 from actions.sources.recording import RecordedTelemetry
 from actions.store.database import Store
+from actions.store.ledger import LedgerStore
 from bot.chat.commands import CommandContext, dispatch
 from bot.chat.console import ConsoleChat
 from bot.chat.proposals import Proposals
 from bot.runtime.runtime import Runtime
+from tests.support import workload_shapes as shapes
 from tests.support.clock import T0, Clock
+from tests.support.demo_world import APPROVER
 from tests.support.fakes.kube_api import FakeKubeApi
 from tests.support.paths import DEMO
 from tests.support.replies import text_of
@@ -179,3 +184,62 @@ def test_unknown_gpu_family_matches_nothing_and_explicit_mappings_win():
     assert {c.name for c in mapped.cluster_queues} == {"cq"}
     assert mapped.pending[0].gpu_family == "L4"
     assert [i.team for i in mapped.idle_elsewhere["uid-w"]] == ["ns-b"]
+
+
+def _pending(name: str, gpus: int, created: str, priority: int) -> dict:
+    w = shapes.workload(name, shapes.ref("batch/v1", "Job", name), gpus=gpus)
+    w["metadata"]["creationTimestamp"] = created
+    w["spec"]["priority"] = priority
+    w["status"] = {"conditions": [{"type": "QuotaReserved", "status": "False", "reason": "Pending"}]}
+    return w
+
+
+def _notebook(name: str) -> list[dict]:
+    sts = shapes.obj("apps/v1", "StatefulSet", name, owner=shapes.ref("kubeflow.org/v1", "Notebook", name), spec={"replicas": 1})
+    p = shapes.pod(f"{name}-0", shapes.ref("apps/v1", "StatefulSet", name), labels={"notebook-name": name}, gpus=4)
+    return [shapes.obj("kubeflow.org/v1", "Notebook", name), sts, p]
+
+
+def test_queue_shows_when_each_pending_workload_likely_starts_and_what_would_admit_it_now(sqlite_url):
+    kueue = "kueue.x-k8s.io/v1beta2"
+    cq = shapes.obj(kueue, "ClusterQueue", "gpu-cq", namespaced=False, spec={"cohortName": "all", "resourceGroups": [
+        {"coveredResources": ["nvidia.com/gpu"], "flavors": [{"name": "h100", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "4"}]}]}]})
+    running = shapes.workload("job-run", shapes.ref("batch/v1", "Job", "run"), gpus=4)
+    running["metadata"]["creationTimestamp"] = "2026-11-20T06:00:00Z"  # has run 6 h at shapes.NOW (12:00)
+    objects = [
+        shapes.node(), shapes.namespace(), shapes.obj(kueue, "LocalQueue", "team-a", spec={"clusterQueue": "gpu-cq"}), cq,
+        shapes.obj(kueue, "ResourceFlavor", "h100", namespaced=False, spec={"nodeLabels": {"nvidia.com/gpu.product": shapes.H100}}),
+        *_notebook("explore-a"), *_notebook("explore-b"), running,
+        _pending("job-urgent", 4, "2026-11-20T10:00:00Z", 100), _pending("job-train", 4, "2026-11-20T08:00:00Z", 0),
+    ]
+    store = Store(sqlite_url)
+    store.migrate()
+    # team-a's history: ten finished runs of 2, 2, 3, 3, 4, 8, 8, 9, 10 and 12 h, 14 h apart.
+    ledger, start = LedgerStore(store), shapes.NOW - timedelta(days=9)
+    busy = {}
+    for i, hours in enumerate((2, 2, 3, 3, 4, 8, 8, 9, 10, 12)):
+        for h in range(hours):
+            busy[start + timedelta(hours=1 + 14 * i + h)] = f"job-{i}"
+    for h in range(14 * 10 + 2):
+        at = start + timedelta(hours=h)
+        rows = [LedgerRow(at, "default", REQUESTED, shapes.NS, "Workload", busy[at], "n1", 4.0, queue="team-a")] if at in busy else []
+        ledger.write_hour("default", at, rows, FILLED, shapes.NOW)
+    with FakeKubeApi(objects) as fake:
+        clock = Clock()
+        clock.now = shapes.NOW
+        rt = Runtime(
+            store=store, chat=ConsoleChat(io.StringIO()), cluster=KubernetesSource(fake.api_client()),
+            telemetry=RecordedTelemetry([shapes.telemetry(["explore-a-0", "explore-b-0"], gpus=4)]),
+            writer=KubernetesWriter(fake.api_client()), prices=PriceBook(PriceCatalog.bundled()),
+            teams=TeamDirectory([Team(name="ml", namespaces=[shapes.NS], channel="C0ML", approvers=[APPROVER])]),
+            policy=Policy(), dry_run=False, clock=clock,
+        )
+        Proposals(rt).reconcile(rt.detect(shapes.NOW), shapes.NOW)  # the two idle notebooks: requests #1 and #2
+        text = text_of(dispatch("queue", CommandContext(user="U1", prices=rt.prices, rt=rt)))
+    # The quota is not read yet: the 4 running GPUs stand for it. After 6 h, the runs of 8-12 h
+    # have 2, 2, 3, 4, 6 h left (p50 3 h, p90 5.2 h); a run lasts 6 h (p50) or 10.2 h (p90).
+    assert "job-urgent waits 2h 0m, asks 4 × H100 (h100), 1st in ClusterQueue gpu-cq; starts likely in 3-5 h" in text
+    assert "approving the idle notebook in this cohort frees 4 H100s (request #" in text
+    assert "job-train waits 4h 0m, asks 4 × H100 (h100), 2nd in ClusterQueue gpu-cq, behind 1 Workload asking 4 GPUs; " \
+           "starts likely in 9-15 h" in text
+    assert "approving the 2 idle notebooks in this cohort frees 8 H100s (requests #1, #2)" in text
