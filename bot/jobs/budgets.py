@@ -26,6 +26,7 @@ from bot.chat.approvals import Approvals
 from bot.chat.proposals import SYSTEM
 from bot.runtime.budgets import budget_of_key, budget_state, budgets_in_force, team_of_budget
 from bot.runtime.chat import ChatError, Message
+from bot.runtime.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ class BudgetsJob:
     """``rt`` the Runtime; ``post_alerts(alerts, now)`` claims and posts alerts (the alerts job's
     :meth:`~bot.jobs.alerts.AlertsJob.post`); ``thresholds_percent`` (``alerts.budget_thresholds_percent``)."""
 
-    rt: object
+    rt: Runtime
     post_alerts: Callable[[list[Alert], datetime], dict[str, int]]
     thresholds_percent: Sequence[float] = (50.0, 80.0, 100.0)
 
@@ -85,16 +86,16 @@ class BudgetsJob:
                     continue
                 holds.append(f)
         counts["posted"] = self.post_alerts(alerts, now).get("posted", 0)
+        approvals = Approvals(rt)
         if holds:
-            counts["proposed"] = len(Approvals(rt).proposals.propose_findings(holds, now))
-        counts["released"] = self._release(states, now)
+            counts["proposed"] = len(approvals.proposals.propose_findings(holds, now))
+        counts["released"] = self._release(states, approvals, now)
         return counts
 
-    def _release(self, states: dict[tuple[str, str], BudgetState], now: datetime) -> int:
+    def _release(self, states: dict[tuple[str, str], BudgetState], approvals: Approvals, now: datetime) -> int:
         """Lift the holds whose budget no longer asks for them (:func:`release_reason`), each
         through Restore's own path as ``system``, and say so in the team's channel."""
         rt, released = self.rt, 0
-        approvals = Approvals(rt)
         for req in rt.store.list_requests(states=[RequestState.DONE]):
             if req.kind != EXHAUSTED:
                 continue
