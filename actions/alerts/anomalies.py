@@ -31,12 +31,13 @@ from statistics import median
 from typing import Callable, Iterable, Mapping, Sequence
 
 from actions.alerts.alert import Alert, utc
-from actions.cost.engine import capacity_label, team_of
-from actions.hardware.gpus import gpu_family
+from actions.cost.engine import team_of
+from actions.cost.priced import Priced, price_of
 from actions.model.kube import CapacityType
 from actions.model.ledger import REQUESTED, LedgerRow
+from actions.model.usage import NodeInfo
 from actions.policy.teams import TeamDirectory
-from actions.pricing.book import PriceBook, PriceNotFound
+from actions.pricing.book import PriceBook
 from actions.text import plain, usd
 
 SPEND_ANOMALY = "spend-anomaly"
@@ -125,26 +126,21 @@ class Judgement:
 def spend_lines(
     rows: Iterable[LedgerRow], prices: PriceBook, teams: TeamDirectory, team_label: str | None,
 ) -> list[SpendLine]:
-    """The requested GPU-hours of ``rows`` priced with ``prices`` (one :meth:`PriceBook.quote` per
-    instance type, capacity type and GPU model), each row's team as a report names it
+    """The requested GPU-hours of ``rows`` priced with ``prices`` as a report prices a node
+    (:func:`~actions.cost.priced.price_of`, once per instance type, capacity type and GPU model), each row's team as a report names it
     (:func:`~actions.cost.engine.team_of`, the row's own team label). A row no price covers
     counts $0, as in a report."""
-    quotes: dict[tuple, tuple[float, str, str]] = {}
+    quotes: dict[tuple, Priced] = {}
     out: list[SpendLine] = []
     for r in rows:
         if r.measure != REQUESTED or r.gpu_hours <= 0:
             continue
-        capacity = CapacityType(r.capacity_type) if r.capacity_type else CapacityType.UNKNOWN
-        model = r.gpu_model or r.gpu_product
-        key = (r.instance_type, capacity, model)
+        capacity = CapacityType(r.capacity_type) if r.capacity_type else None
+        key = (r.instance_type, capacity, r.gpu_model, r.gpu_product)
         if key not in quotes:
-            family = (gpu_family(model) if model else None) or model or "unknown GPU"
-            try:
-                q = prices.quote(r.instance_type, capacity, model)
-                quotes[key] = (q.usd_per_gpu_hour, q.gpu_model or family, capacity_label(q))
-            except PriceNotFound:
-                quotes[key] = (0.0, family, capacity.value)
-        rate, shown_model, shown_capacity = quotes[key]
+            quotes[key] = price_of(NodeInfo(r.node, r.instance_type, capacity, r.gpu_product), r.gpu_model, prices)
+        pr = quotes[key]
+        rate, shown_model, shown_capacity = pr.usd_per_gpu_hour, pr.gpu_model, pr.capacity_label
         labels = {r.namespace: {team_label: r.namespace_team}} if team_label and r.namespace_team else {}
         out.append(SpendLine(
             r.hour, team_of(r.namespace, teams, labels, team_label), r.namespace, r.consumer_kind, r.consumer_name,

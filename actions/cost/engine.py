@@ -38,10 +38,10 @@ from typing import Any, Callable, Mapping
 
 from actions.cost.nodes import _names, resolve_nodes
 from actions.cost.periods import day_buckets
+from actions.cost.priced import Priced, price_of
 from actions.cost.report import (
     CAPACITY_ORDER,
     NO_PRICE,
-    RESERVED_ON_PREM,
     UNALLOCATED,
     ConsumerLine,
     CostReport,
@@ -51,13 +51,11 @@ from actions.cost.report import (
     UnrequestedLine,
 )
 from actions.energy.settings import EnergyFactors
-from actions.hardware.gpus import gpu_family
 from actions.model.energy import EnergyUse
 from actions.model.kube import CapacityType, Node
-from actions.model.quote import PriceQuote
-from actions.model.usage import NodeInfo, PodOwner, UsageData
+from actions.model.usage import PodOwner, UsageData
 from actions.policy.teams import TeamDirectory
-from actions.pricing.book import PriceBook, PriceNotFound
+from actions.pricing.book import PriceBook
 
 # Set by Kueue on the pods it admits (kueue pkg/controller/constants LocalQueueLabel, feature
 # AssignQueueLabelsForPods, on by default): present even where the pod template never
@@ -116,36 +114,6 @@ def consumer_of(owner: PodOwner | None, namespace: str, pod: str) -> tuple[str, 
 
 
 # --- pricing ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Priced:
-    gpu_model: str
-    capacity_label: str
-    capacity: CapacityType
-    quote: PriceQuote | None
-    problem: str | None = None
-
-
-def capacity_label(quote: PriceQuote) -> str:
-    """How a quote's capacity is shown: flat config prices (``prices.gpu_families``) and reserved
-    capacity are ``reserved/on-prem``; otherwise the capacity type's value."""
-    if quote.capacity_type is CapacityType.RESERVED or quote.source.startswith("config flat price"):
-        return RESERVED_ON_PREM
-    return quote.capacity_type.value
-
-
-def _price(node: NodeInfo | None, dcgm_model: str | None, prices: PriceBook) -> _Priced:
-    capacity = (node.capacity_type if node else None) or CapacityType.UNKNOWN
-    instance_type = node.instance_type if node else None
-    model = dcgm_model or (node.gpu_model if node else None)
-    try:
-        quote = prices.quote(instance_type, capacity, model)
-    except PriceNotFound as e:
-        family = (gpu_family(model) if model else None) or model or "unknown GPU"
-        return _Priced(family, capacity.value, capacity, None, str(e))
-    family = quote.gpu_model or (gpu_family(model) if model else None) or model or "unknown GPU"
-    return _Priced(family, capacity_label(quote), capacity, quote)
 
 
 # --- the computation -------------------------------------------------------------------------------
@@ -222,12 +190,12 @@ def compute_cost_report(
     notes = list(usage.notes) + notes
     if usage.idle_threshold_pct is not None:
         notes.insert(0, idle_definition(usage.step_seconds, usage.idle_threshold_pct))
-    priced_cache: dict[tuple[str, str | None], _Priced] = {}
+    priced_cache: dict[tuple[str, str | None], Priced] = {}
 
-    def priced(node: str, model: str | None) -> _Priced:
+    def priced(node: str, model: str | None) -> Priced:
         key = (node, model)
         if key not in priced_cache:
-            priced_cache[key] = _price(nodes.get(node), model, prices)
+            priced_cache[key] = price_of(nodes.get(node), model, prices)
         return priced_cache[key]
 
     # A node's GPU model for daily rows, which carry no modelName: the one its pods reported.
@@ -244,7 +212,7 @@ def compute_cost_report(
         return team_by_ns[ns]
 
     lines_by_team: dict[str, dict[tuple, _Acc]] = defaultdict(lambda: defaultdict(_Acc))
-    line_quote: dict[tuple, _Priced] = {}
+    line_quote: dict[tuple, Priced] = {}
     consumers: dict[str, dict[tuple, _Acc]] = defaultdict(lambda: defaultdict(_Acc))
     consumer_queue: dict[tuple, str | None] = {}
     spot_hours: dict[str, float] = defaultdict(float)
@@ -252,7 +220,7 @@ def compute_cost_report(
     unpriced: set[str] = set()
     billed_kwh: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])  # team -> energy USD, idle energy USD
 
-    def usd_per_kwh(pr: _Priced) -> float:
+    def usd_per_kwh(pr: Priced) -> float:
         # USD per kWh at the GPU: the facility's kWh (x PUE) at the configured price.
         if pr.quote is None or not pr.quote.energy_billed or energy is None or energy.usd_per_kwh is None:
             return 0.0
@@ -263,7 +231,7 @@ def compute_cost_report(
         t = group_of(p.namespace, queue) if group_of else team(p.namespace)
         team_namespaces[t].add(p.namespace)
         pr = priced(p.node, p.gpu_model or node_model.get(p.node))
-        rate = pr.quote.usd_per_gpu_hour if pr.quote else 0.0
+        rate = pr.usd_per_gpu_hour
         if pr.quote is None:
             unpriced.add(p.node)
         idle = min(p.idle_gpu_hours, p.gpu_hours)
@@ -295,7 +263,7 @@ def compute_cost_report(
     for d in daily_rows:
         t = team(d.namespace)
         pr = priced(d.node, node_model.get(d.node))
-        rate = pr.quote.usd_per_gpu_hour if pr.quote else 0.0
+        rate = pr.usd_per_gpu_hour
         part = d.gpu_hours / billed_hours[t] if usd_per_kwh(pr) and billed_hours[t] else 0.0
         daily[t][d.day][pr.capacity_label] += d.gpu_hours * rate + billed_kwh[t][0] * part
         daily_idle[t][d.day] += min(d.idle_gpu_hours, d.gpu_hours) * rate + billed_kwh[t][1] * part
@@ -425,7 +393,7 @@ def _unrequested(
     total_hours = total_cost = total_kwh = 0.0
     for node in sorted(set(usage.node_gpu_hours) | set(requested) | set(usage.node_energy_kwh)):
         pr = priced(node, node_model.get(node))
-        rate, kwh_rate = (pr.quote.usd_per_gpu_hour if pr.quote else 0.0), usd_per_kwh(pr)
+        rate, kwh_rate = pr.usd_per_gpu_hour, usd_per_kwh(pr)
         if pr.quote is None and usage.node_gpu_hours.get(node):
             unpriced.add(node)
         capacity = max(usage.node_gpu_hours.get(node, 0.0), requested[node])
