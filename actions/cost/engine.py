@@ -88,6 +88,12 @@ def team_of(
 _TEMPLATE_HASH = re.compile(r"^(?P<name>.+)-[a-z0-9]{6,10}$")
 
 
+def local_queue_of(labels: Mapping[str, str]) -> str | None:
+    """The LocalQueue a pod's ``labels`` name: Kueue's ``kueue.x-k8s.io/local-queue-name``, else the
+    user's ``kueue.x-k8s.io/queue-name``; None outside Kueue."""
+    return labels.get(KUEUE_LOCAL_QUEUE_POD_LABEL) or labels.get("kueue.x-k8s.io/queue-name") or None
+
+
 def consumer_of(owner: PodOwner | None, namespace: str, pod: str) -> tuple[str, str, str | None]:
     """``(kind, name, queue)`` of the consumer a pod's GPU-hours are attributed to.
 
@@ -98,7 +104,7 @@ def consumer_of(owner: PodOwner | None, namespace: str, pod: str) -> tuple[str, 
     (Job, StatefulSet, ...) is itself; a pod without a controller is the ``Pod``.
     """
     labels = owner.labels if owner else {}
-    queue = labels.get(KUEUE_LOCAL_QUEUE_POD_LABEL) or labels.get("kueue.x-k8s.io/queue-name") or None
+    queue = local_queue_of(labels)
     notebook = labels.get("notebook-name")
     if notebook:
         return "Notebook", notebook, queue

@@ -18,6 +18,7 @@ from actions.alerts.alert import Alert
 from actions.budgets.holds import BudgetState, hold_findings, release_reason, state_alerts
 from actions.budgets.model import EXHAUSTED, WARN
 from actions.budgets.spend import queues_of
+from actions.cost.engine import local_queue_of
 from actions.model.findings import Finding, Handling
 from actions.model.snapshot import ClusterSnapshot
 from actions.store.states import RequestState
@@ -54,13 +55,14 @@ class BudgetsJob:
         rt = self.rt
         counts = {"posted": 0, "proposed": 0, "released": 0, "refused": 0, "errors": 0}
         seen: dict[str, ClusterSnapshot] = {}
+        usages: dict = {}  # (cluster, period start) -> usage: budgets sharing both read it once
         states: dict[tuple[str, str], BudgetState] = {}
         alerts: list[Alert] = []
         holds: list[Finding] = []
         for budget in budgets_in_force(rt):
             try:
                 snapshot = self._snapshot(budget.cluster, now, seen)
-                state = budget_state(rt, budget, now, snapshot)
+                state = budget_state(rt, budget, now, snapshot, usages)
             except Exception as e:  # noqa: BLE001 - one budget's source must not stop the others
                 log.warning("budget %s not evaluated at %s: %s", budget.key, now.isoformat(), one_line(e))
                 counts["errors"] += 1
@@ -73,8 +75,7 @@ class BudgetsJob:
             queues = queues_of(budget, snapshot.local_queues, rt.teams, snapshot.namespace_labels,
                                rt.costs.team_label if rt.costs else None)
             pods = {(q.namespace, q.name): tuple(p.name for p in snapshot.pods if p.namespace == q.namespace
-                                                  and q.name in (p.labels.get("kueue.x-k8s.io/queue-name"),
-                                                                 p.labels.get("kueue.x-k8s.io/local-queue-name")))
+                                                  and local_queue_of(p.labels) == q.name)
                     for q in queues}
             for f in hold_findings(state, queues, team, api_version=snapshot.workload_api_version,
                                    handling=Handling(source="budget"), pods=pods):

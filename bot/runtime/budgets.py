@@ -44,17 +44,24 @@ def team_of_budget(rt, budget: Budget) -> str:  # noqa: ANN001 - a Runtime
     return ADMIN_TEAM
 
 
-def budget_state(rt, budget: Budget, now: datetime, snapshot: ClusterSnapshot) -> BudgetState:  # noqa: ANN001
+def budget_state(rt, budget: Budget, now: datetime, snapshot: ClusterSnapshot,  # noqa: ANN001 - a Runtime
+                 usages: dict | None = None) -> BudgetState:
     """``budget``'s spend over its period up to ``now`` in its cluster (``snapshot``: the
-    cluster's LocalQueues, for a queue's). Raises ValueError when its cluster has no usage source,
-    and what the usage source raises."""
+    cluster's LocalQueues, for a queue's). ``usages`` keeps the usage read for each cluster and
+    period start across calls, so budgets of one cluster and period read it once. Raises
+    ValueError when its cluster has no usage source, and what the usage source raises."""
     setup = rt.parts(budget.cluster).costs if rt.clusters and budget.cluster else rt.costs
     if setup is None:
         raise ValueError(f"budget {budget.key}: its cluster has no usage source (Prometheus or the ledger)")
     period = period_of(budget, now, setup.timezone)
     if now <= period.start:
         return BudgetState(budget, period, 0.0, now)
-    usage = setup.usage.fetch(period.start, now, rt.policy)
+    key = (budget.cluster if rt.clusters else "", period.start)
+    usage = usages.get(key) if usages is not None else None
+    if usage is None:
+        usage = setup.usage.fetch(period.start, now, rt.policy)
+        if usages is not None:
+            usages[key] = usage
     return BudgetState(budget, period, spent(budget, usage, rt.prices, snapshot.local_queues, rt.teams,
                                              setup.team_label), now)
 

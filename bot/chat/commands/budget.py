@@ -133,7 +133,7 @@ def _rule_lines(rt, team: str | None) -> list[str]:  # noqa: ANN001 - a Runtime
     """A line per budget Kueue can enforce (``team``'s only, when named): its spend in its period
     and what happens at 100%."""
     lines, then = [], {"warn": "an alert", "ask": "a hold asked of the approvers", "auto": "a hold after the grace"}
-    now, seen = rt.clock(), {}
+    now, seen, usages = rt.clock(), {}, {}
     for b in budgets_in_force(rt):
         if team is not None and team_of_budget(rt, b) != team:
             continue
@@ -142,7 +142,7 @@ def _rule_lines(rt, team: str | None) -> list[str]:  # noqa: ANN001 - a Runtime
             cluster = b.cluster or rt.cluster_name
             if cluster not in seen:
                 seen[cluster] = rt.snapshot_of(cluster, now)
-            lines.append(f"{head}\n    used {blocks.plain(budget_state(rt, b, now, seen[cluster]).describe())}")
+            lines.append(f"{head}\n    used {blocks.plain(budget_state(rt, b, now, seen[cluster], usages).describe())}")
         except Exception as e:  # noqa: BLE001 - the budget is still worth showing without its spend
             lines.append(f"{head}\n    spend: unavailable ({blocks.plain(explain(e).message)})")
     return lines
