@@ -5,7 +5,6 @@ after the job's own backfill rolled the 720 hours up."""
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 from dataclasses import astuple
 from typing import Iterator
@@ -28,7 +27,7 @@ from actions.sources.prometheus.usage import PrometheusUsage
 from actions.store.database import Store
 from actions.store.ledger import LedgerStore
 from tests.support import energy_history as eh
-from tests.support.ledger_copy import postgres_copy
+from tests.support.ledger_copy import postgres_copy, two_backfills
 from tests.support.prometheus_server import running_prometheus
 
 pytestmark = pytest.mark.prometheus
@@ -106,11 +105,7 @@ def sqlite_ledger(prometheus, tmp_path_factory) -> Iterator[Store]:
         return LedgerRollup(PrometheusUsage(prometheus, team_label="team"), LedgerStore(store), cluster=CLUSTER,
                             team_label="team", prices=PRICES)
 
-    split = eh.START + (eh.END - eh.START) / 2
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        early = pool.submit(rollup().backfill, eh.START, eh.END, POLICY, limit=15 * 24)
-        late = pool.submit(rollup().backfill, split, eh.END, POLICY)
-        rolled = early.result() + late.result()
+    rolled = two_backfills(rollup, eh.START, eh.END, POLICY, 15 * 24)
     assert sorted(r.hour for r in rolled) == hours_between(eh.START, eh.END)
     assert {r.status for r in rolled} == {FILLED}
     yield store

@@ -6,7 +6,6 @@ period the ledger does not cover; retention."""
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import re
 from datetime import datetime, timedelta, timezone
@@ -35,7 +34,7 @@ from actions.store.ledger import LedgerStore, usage_hour
 from bot.jobs.ledger import LedgerJob
 from bot.settings import LedgerSettings, Settings
 from tests.support import gpu_shapes as shapes
-from tests.support.ledger_copy import postgres_copy
+from tests.support.ledger_copy import postgres_copy, two_backfills
 from tests.support.prometheus_server import running_prometheus
 from tests.support.usage_history import DATA_START, END, TEAMS, price_book, usage_openmetrics
 
@@ -143,11 +142,7 @@ def sqlite_ledger(usage_prometheus, tmp_path_factory) -> Iterator[Store]:
     one backfill, so the ledger, its daily sums included, is the one backfill's."""
     store = Store(f"sqlite:///{tmp_path_factory.mktemp('ledger') / 'bot.db'}")
     store.migrate()
-    split = FILL_FROM + timedelta(days=16)
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        early = pool.submit(_rollup(store, usage_prometheus).backfill, FILL_FROM, END, POLICY, limit=16 * 24)
-        late = pool.submit(_rollup(store, usage_prometheus).backfill, split, END, POLICY)
-        rolled = early.result() + late.result()
+    rolled = two_backfills(lambda: _rollup(store, usage_prometheus), FILL_FROM, END, POLICY, 16 * 24)
     assert [r.hour for r in rolled] == hours_between(FILL_FROM, END)
     assert len(rolled) == 31 * 24 and {r.status for r in rolled} == {FILLED}
     yield store
