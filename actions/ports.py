@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
+from actions.model.advice_hours import AdviceHour
 from actions.model.findings import ProposedAction
 from actions.model.history import AdviceHistory
 from actions.model.ledger import LedgerRow
@@ -130,6 +131,38 @@ class ActivityStateStore(Protocol):
 
     def write(self, cluster: str, policy: str, read_as_of: float | None, as_of: float, rows: Mapping[Key, Row]) -> bool:
         """Replace the rows merged from the state of ``read_as_of`` by ``rows`` known up to ``as_of``."""
+
+
+class AdviceHourSource(Protocol):
+    """Advice's facts of a piece of time, read live
+    (:class:`actions.sources.prometheus.advice_hours.PrometheusAdviceHours`)."""
+
+    def fetch(self, start: datetime, end: datetime, policy: AdvicePolicy) -> AdviceHour:
+        """The facts of ``(start, end]``, at most an hour."""
+
+    def first_data_hour(self, since: datetime, until: datetime) -> datetime | None:
+        """The first hour in ``[since, until)`` with any DCGM series, None when none."""
+
+
+class AdviceHourTable(Protocol):
+    """The ledger's advice facts per hour (:class:`actions.store.advice_hours.AdviceHourStore`);
+    ``tally`` is an :class:`actions.ledger.advice_tally.AdviceTally` (typed loosely: ports sit
+    below the ledger)."""
+
+    def write_hour(self, cluster: str, hour: AdviceHour, now: datetime) -> bool:
+        """Write one whole hour's facts; False when another writer wrote the hour first."""
+
+    def held(self, cluster: str, start: datetime, end: datetime, busy_engine_pct: float | None = None) -> set[datetime]:
+        """The hours of ``[start, end)`` written (with that busy threshold, when given)."""
+
+    def add_pods(self, tally: Any, cluster: str, ranges: Sequence[tuple[datetime, datetime]]) -> None:
+        """Add the pods' facts of the hours in ``ranges`` to ``tally``."""
+
+    def add_marks(self, tally: Any, cluster: str, ranges: Sequence[tuple[datetime, datetime]]) -> None:
+        """Add the hour marks of the hours in ``ranges`` to ``tally``."""
+
+    def drop_before(self, cutoff: datetime) -> int:
+        """Delete every cluster's facts older than ``cutoff``; the pod rows deleted."""
 
 
 class LedgerTable(Protocol):

@@ -11,6 +11,11 @@ loaded), loads them into a fresh Prometheus as tests/support/prometheus_server.p
 Run from the repository root (needs the ``prometheus`` and ``promtool`` binaries):
 
     python benchmarks/advice.py [--gpus 16,64,128] [--repeat 3]
+
+``--source ledger`` reads the round from the usage ledger's advice facts instead, at fleet size
+(benchmarks/advice_ledger.py says how):
+
+    python benchmarks/advice.py --source ledger --gpus 10000 [--days 30] [--window-days 7]
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -43,19 +48,28 @@ from tests.support.prometheus_server import running_prometheus
 SCRAPE = 300
 
 
-def fleet(n_gpus: int) -> tuple[str, bytes]:
-    """(OpenMetrics text, kubectl dump) of ``n_gpus`` H100s in Jobs of 8 under Kueue."""
+def pods_of(n_gpus: int) -> list[tuple[str, str, str]]:
+    """(namespace, pod, node) of the fleet's pods of 8 GPUs: four a namespace, every second Job of
+    two pods."""
+    out = []
+    for j in range(max(1, n_gpus // 8)):
+        job = f"job-{j // 2 if j % 4 >= 2 else j}"
+        out.append((f"team-{j // 4}", f"{job}-{j}", f"node-{j}"))
+    return out
+
+
+def fleet(n_gpus: int, since: datetime | None = None) -> tuple[str, bytes]:
+    """(OpenMetrics text, kubectl dump) of ``n_gpus`` H100s in Jobs of 8 under Kueue; the series
+    from ``since`` on only when given (rows still counted from 30 days back)."""
     busy, idle = phase_rows("training"), phase_rows("notebook_idle_model_loaded")
     start = ADVISE_AT - timedelta(days=30) + timedelta(seconds=60)
-    week = ADVISE_AT - timedelta(days=7)
+    week = max(ADVISE_AT - timedelta(days=7), since or start)
     steps = int((ADVISE_AT - start).total_seconds() // SCRAPE) + 1
     times = [int((start + timedelta(seconds=i * SCRAPE)).timestamp()) for i in range(steps)]
     recent = [i for i, t in enumerate(times) if t > week.timestamp()]
     series, items = [], []
-    jobs = max(1, n_gpus // 8)
-    for j in range(jobs):
-        ns, node, job = f"team-{j // 4}", f"node-{j}", f"job-{j // 2 if j % 4 >= 2 else j}"
-        pod = f"{job}-{j}"
+    for ns, pod, node in pods_of(n_gpus):
+        job = pod.rsplit("-", 1)[0]
         items.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "labels": {
             "node.kubernetes.io/instance-type": "p5.48xlarge", "karpenter.sh/capacity-type": "on-demand",
             "nvidia.com/gpu.product": H100_PRODUCT}}, "status": {"capacity": {"nvidia.com/gpu": "8"}}})
@@ -73,7 +87,7 @@ def fleet(n_gpus: int) -> tuple[str, bytes]:
             labels = f'Hostname="{node}",UUID="GPU-{node}-{g}",gpu="{g}",modelName="{model_name()}",namespace="{ns}",pod="{pod}"'
             series.append((labels, rows))
     out = []
-    for name, value, which in ((GPU_UTIL, lambda r: r.util_gpu_pct, range(steps)),
+    for name, value, which in ((GPU_UTIL, lambda r: r.util_gpu_pct, range(steps) if since is None else recent),
                                (FB_USED, lambda r: r.fb_used_mib, recent), (POWER_USAGE, lambda r: r.power_w, recent)):
         out += [f"# HELP {name} {name}", f"# TYPE {name} gauge"]
         for labels, rows in series:
@@ -86,7 +100,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpus", default="16,64,128")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--source", choices=("prometheus", "ledger"), default="prometheus")
+    parser.add_argument("--days", type=int, default=30, help="--source ledger: days of ledger (the commitment window)")
+    parser.add_argument("--window-days", type=float, default=7, help="--source ledger: each consumer's window")
     args = parser.parse_args()
+    if args.source == "ledger":
+        from benchmarks.advice_ledger import run
+        return run([int(x) for x in args.gpus.split(",")], args.days, args.repeat, args.window_days)
     prices, policy = PriceBook(PriceCatalog.bundled()), AdvicePolicy()
     for n in (int(x) for x in args.gpus.split(",")):
         text, dump = fleet(n)

@@ -58,6 +58,8 @@ class AdviceResult:
     usages: tuple[ConsumerUsage, ...]
     baselines: tuple[TeamBaseline, ...]
     could_save_usd_per_month: float
+    # What the history source said it could not read (AdviceHistory.warnings).
+    history_warnings: tuple[str, ...] = ()
 
     def for_team(self, team: str) -> AdviceResult:
         """The part of this advice that is ``team``'s (reserved capacity is the cluster's, not a
@@ -65,7 +67,7 @@ class AdviceResult:
         recs = tuple(r for r in self.recommendations if r.team == team and r.kind != "reserved-idle")
         return AdviceResult(
             self.at, recs, tuple(u for u in self.usages if u.team == team),
-            tuple(b for b in self.baselines if b.team == team), could_save(recs),
+            tuple(b for b in self.baselines if b.team == team), could_save(recs), self.history_warnings,
         )
 
     def top(self, n: int) -> tuple[Recommendation, ...]:
@@ -73,13 +75,14 @@ class AdviceResult:
         return self.recommendations[:n]
 
     def warnings(self) -> tuple[str, ...]:
-        """What the history lacked: consumers without DCGM series in the window."""
+        """What the history lacked: hours its source could not read, consumers without DCGM
+        series in the window."""
         blind = [u.subject for u in self.usages if u.gpu_hours is None]
         if not blind:
-            return ()
+            return self.history_warnings
         shown = ", ".join(blind[:5]) + (f" and {len(blind) - 5} more" if len(blind) > 5 else "")
-        return (f"{len(blind)} of {len(self.usages)} GPU consumers have no DCGM history in the window ({shown}): "
-                "no advice for them",)
+        return (*self.history_warnings, f"{len(blind)} of {len(self.usages)} GPU consumers have no DCGM history "
+                f"in the window ({shown}): no advice for them")
 
 
 def gather_advice(
@@ -109,7 +112,7 @@ def gather_advice(
     uses = reserved_uses(snapshot, fetched.reserved, policy, advice_policy.commitment_window_seconds)
     recs = gate_changes(advise(usages, baselines, prices, advice_policy, team=team, reserved=uses),
                         usages, snapshot, PolicyBook(policy, teams, snapshot.namespace_annotations), at)
-    return AdviceResult(at, tuple(recs), tuple(usages), tuple(baselines), could_save(recs))
+    return AdviceResult(at, tuple(recs), tuple(usages), tuple(baselines), could_save(recs), fetched.warnings)
 
 
 def gate_changes(recs: Sequence[Recommendation], usages: Sequence[ConsumerUsage], snapshot: ClusterSnapshot,
@@ -169,6 +172,6 @@ def fleet_advice(results: Sequence[tuple[str, AdviceResult]], at: datetime) -> A
         at, tuple(recs),
         tuple(u for _, result in results for u in result.usages),
         tuple(b for _, result in results for b in result.baselines),
-        could_save(recs),
+        could_save(recs), tuple(w for _, result in results for w in result.history_warnings),
     )
 

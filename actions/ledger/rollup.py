@@ -8,6 +8,12 @@ back as Prometheus holds data. :class:`LedgerUsage` is a usage source
 (:class:`actions.ports.UsageSource`) over the ledger: whole hours from the database, and in
 ``auto`` mode the partial hours at either end and the current hour from Prometheus; the hours
 neither holds are named in the usage's warnings.
+
+With :class:`AdviceHours`, each hour also keeps what advice needs
+(:class:`~actions.model.advice_hours.AdviceHour`, read by
+:class:`~actions.ledger.advice_history.LedgerHistorySource`), and an hour written before the ledger
+kept it (or read with another busy threshold) is missing until those facts are rolled up too: the
+backfill fills them without reading the hour's usage again.
 """
 
 from __future__ import annotations
@@ -22,8 +28,9 @@ from actions.ledger.rows import merge_usage, price_groups, rows_from_usage, usag
 from actions.model.ledger import EMPTY, FILLED, PARTIAL
 from actions.model.times import HOUR, floor_hour, hours_between
 from actions.model.usage import UsageData
+from actions.policy.advice import AdvicePolicy
 from actions.policy.rules import Policy
-from actions.ports import HourlyUsageSource, LedgerTable
+from actions.ports import AdviceHourSource, AdviceHourTable, HourlyUsageSource, LedgerTable
 from actions.pricing.book import PriceBook
 
 SOURCES = ("auto", "ledger", "prometheus")
@@ -32,12 +39,24 @@ SOURCES = ("auto", "ledger", "prometheus")
 @dataclass(frozen=True)
 class Rolled:
     """One hour's rollup: its ``status`` and ``rows`` written (``written`` False when another
-    writer had written the hour first)."""
+    writer had written the hour first, or it was held already); ``advice`` whether its advice
+    facts were written now."""
 
     hour: datetime
     status: str
     rows: int
     written: bool
+    advice: bool = False
+
+
+@dataclass(frozen=True)
+class AdviceHours:
+    """Where an hour's advice facts come from (``source``), go (``table``) and the policy they are
+    read with (its ``busy_engine_pct``)."""
+
+    source: AdviceHourSource
+    table: AdviceHourTable
+    policy: AdvicePolicy
 
 
 class LedgerRollup:
@@ -47,19 +66,33 @@ class LedgerRollup:
 
     def __init__(
         self, prometheus: HourlyUsageSource, ledger: LedgerTable, *, cluster: str, team_label: str | None,
-        prices: PriceBook | None = None,
+        prices: PriceBook | None = None, advice: AdviceHours | None = None,
     ):
         self.prometheus, self.ledger, self.cluster = prometheus, ledger, cluster
-        self.team_label, self.prices = team_label, prices
+        self.team_label, self.prices, self.advice = team_label, prices, advice
 
     def roll_up(self, hour: datetime, policy: Policy, now: datetime) -> Rolled:
-        """Read the hour starting at ``hour`` from Prometheus and write it. Raises ValueError when
-        ``hour`` is not finished at ``now`` or not the start of an hour, TelemetryError when
-        Prometheus fails (nothing is written then)."""
+        """Read the hour starting at ``hour`` from Prometheus and write what the ledger lacks of
+        it: its usage rows, and its advice facts when kept. Raises ValueError when ``hour`` is
+        not finished at ``now`` or not the start of an hour, TelemetryError when Prometheus fails
+        (what was read before stays written)."""
         if hour != floor_hour(hour):
             raise ValueError(f"{hour.isoformat()} is not the start of an hour; e.g. 2026-11-20T06:00:00Z")
         if hour + HOUR > now:
             raise ValueError(f"the hour {hour:%Y-%m-%d %H:%M} UTC is not finished at {now.isoformat()}")
+        held = self.ledger.held_hours(self.cluster, hour, hour + HOUR).get(hour)
+        rolled = Rolled(hour, held, 0, False) if held else self._usage(hour, policy, now)
+        a = self.advice
+        if a is None or self._advice_held(hour, hour + HOUR):
+            return rolled
+        facts = a.source.fetch(hour, hour + HOUR, a.policy)
+        return replace(rolled, advice=a.table.write_hour(self.cluster, facts, now))
+
+    def _advice_held(self, start: datetime, end: datetime) -> set[datetime]:
+        assert self.advice is not None
+        return self.advice.table.held(self.cluster, start, end, self.advice.policy.busy_engine_pct)
+
+    def _usage(self, hour: datetime, policy: Policy, now: datetime) -> Rolled:
         usage = self.prometheus.fetch(hour, hour + HOUR, policy)
         rows = rows_from_usage(usage, hour, self.cluster, self.team_label, self.prices)
         no_pods = any("kube-state-metrics" in w for w in usage.warnings)
@@ -69,10 +102,29 @@ class LedgerRollup:
         return Rolled(hour, status, len(rows), written)
 
     def missing(self, since: datetime, now: datetime) -> list[datetime]:
-        """The finished hours in ``[since, now)`` not written yet, oldest first."""
+        """The finished hours in ``[since, now)`` not written yet (or, with :class:`AdviceHours`,
+        without their advice facts), oldest first."""
         until = floor_hour(now)
         held = self.ledger.held_hours(self.cluster, since, until)
-        return [h for h in hours_between(since, until) if h not in held]
+        advised = self._advice_held(since, until) if self.advice is not None else None
+        return [h for h in hours_between(since, until) if h not in held or (advised is not None and h not in advised)]
+
+    def reachable(self, todo: Sequence[datetime], now: datetime) -> list[datetime]:
+        """Of the missing hours ``todo`` (oldest first), those Prometheus can fill: an hour whose
+        usage is missing from the first hour Prometheus holds kube-state-metrics series for, an
+        hour whose usage the ledger holds (only its advice facts are missing) from the first
+        hour it holds DCGM series for."""
+        if not todo:
+            return []
+        held = self.ledger.held_hours(self.cluster, todo[0], todo[-1] + HOUR)
+
+        def first(hours: list[datetime], source) -> datetime | None:
+            return source.first_data_hour(hours[0], floor_hour(now)) if hours and source is not None else None
+
+        usage = first([h for h in todo if h not in held], self.prometheus)
+        advice = first([h for h in todo if h in held], self.advice.source if self.advice else None)
+        return [h for h in todo if (h in held and advice is not None and h >= advice)
+                or (h not in held and usage is not None and h >= usage)]
 
     def backfill(
         self, since: datetime, now: datetime, policy: Policy, *, limit: int | None = None,
@@ -82,13 +134,7 @@ class LedgerRollup:
         first, at most ``limit`` of them. Hours before Prometheus's first data stay missing.
         ``progress`` is told of each hour. Raises TelemetryError when Prometheus fails (the hours
         already written stay written)."""
-        todo = self.missing(since, now)
-        if not todo:
-            return []
-        first = self.prometheus.first_data_hour(todo[0], floor_hour(now))
-        if first is None:
-            return []
-        todo = [h for h in todo if h >= first][: limit if limit is not None else None]
+        todo = self.reachable(self.missing(since, now), now)[: limit if limit is not None else None]
         done = []
         for hour in todo:
             rolled = self.roll_up(hour, policy, now)

@@ -65,3 +65,5 @@ class AdviceHistory:
     # (namespace, pod, container) -> the container's GPUs busy at once (the quantile), for pods
     # of several GPU containers.
     container_busy: Mapping[tuple[str, str, str], float] = field(default_factory=dict)
+    # What the source could not read as asked (hours a ledger lacks), for the advice to say.
+    warnings: tuple[str, ...] = ()

@@ -5,6 +5,8 @@ headroom, the minimum saving) and the committed rates it prices commitments at
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from actions.model.durations import Hours, Seconds
@@ -46,6 +48,9 @@ class AdvicePolicy(BaseModel):
     is new or changed since it was last posted goes to each team's channel. Right before a change
     is applied its evidence is read again over the time since the advice was made, at least the
     last ``recheck_window_seconds`` (default 1 h) and at most ``window_seconds``.
+    ``history_source``: ``auto`` reads the history from the usage ledger's advice facts when
+    ``ledger.enabled`` (the whole hours it holds; the rest from Prometheus), ``prometheus`` reads
+    the windows whole from Prometheus every round.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -72,3 +77,4 @@ class AdvicePolicy(BaseModel):
     smaller_gpu_max_pct: float = Field(80.0, gt=0, le=100)
     reserved_idle_ratio: float = Field(0.2, gt=0, le=1)
     recheck_window_seconds: Seconds = Field(3600, ge=600)
+    history_source: Literal["auto", "prometheus"] = "auto"

@@ -123,7 +123,9 @@ def status(
     at: Optional[str] = typer.Option(None, help="as of this RFC 3339 instant (default: now)"),
     cluster: Optional[str] = ClusterOpt,
 ) -> None:
-    """Which hours the ledger holds (filled, partial, empty) and which are missing."""
+    """Which hours the ledger holds (filled, partial, empty) and which are missing, and which
+    held hours lack advice's facts."""
+    from actions.store.advice_hours import AdviceHourStore
     from actions.store.database import Store
     from actions.store.ledger import LedgerStore
 
@@ -139,6 +141,8 @@ def status(
     held = {row[0] for row in hours}
     by_status = {st: [row for row in hours if row[1] == st] for st in (FILLED, PARTIAL, EMPTY)}
     missing = ranges(x for x in hours_between(start, floor_hour(now)) if x not in held)
+    advised = AdviceHourStore(store).held(name, floor_hour(start), floor_hour(now), s.advice.busy_engine_pct)
+    unadvised = ranges(x for x in sorted(held) if x not in advised)
     counts = ledger.counts(name)
     data = {
         "cluster": name,
@@ -148,6 +152,8 @@ def status(
         "missing_hours": sum(int((b - a).total_seconds() // 3600) for a, b in missing),
         "missing": [[format_time(a), format_time(b)] for a, b in missing],
         "partial": [{"hour": format_time(r[0]), "detail": r[4]} for r in by_status[PARTIAL]],
+        "without_advice_hours": sum(int((b - a).total_seconds() // 3600) for a, b in unadvised),
+        "without_advice": [[format_time(a), format_time(b)] for a, b in unadvised],
         "rows": counts["rows"],
         "oldest": format_time(counts["oldest"]) if counts["oldest"] else None,
         "newest": format_time(counts["newest"]) if counts["newest"] else None,
@@ -164,6 +170,9 @@ def status(
     )
     if missing:
         typer.echo(f"missing: {_span(missing)}")
+    if unadvised:
+        typer.echo(f"held without advice's facts ({data['without_advice_hours']} hour(s); "
+                   f"`gpu-cost-bot ledger backfill` adds them while Prometheus keeps them): {_span(unadvised)}")
     for r in data["partial"][:10]:
         typer.echo(f"partial: {r['hour']}: {r['detail']}")
 
@@ -182,7 +191,7 @@ def backfill(
     from actions.store.database import Store
     from actions.store.ledger import LedgerStore
     from bot.runtime.prices import price_book
-    from bot.wiring.sources import prometheus_usage
+    from bot.wiring.sources import advice_hours, prometheus_usage
 
     s = cli_settings(config, prometheus_url)
     start = parse_date(since, "--since")
@@ -195,11 +204,11 @@ def backfill(
     store.migrate()
     target = _target(s, cluster)
     prometheus = prometheus_usage(s, target)
-    rollup = LedgerRollup(prometheus, LedgerStore(store), cluster=target.name,
-                          team_label=s.costs.team_label, prices=price_book(s))
+    rollup = LedgerRollup(prometheus, LedgerStore(store), cluster=target.name, team_label=s.costs.team_label,
+                          prices=price_book(s),
+                          advice=advice_hours(s, store, target) if s.advice.history_source == "auto" else None)
     todo = rollup.missing(start, now)
-    first = prometheus.first_data_hour(todo[0], now) if todo else None
-    fill = [x for x in todo if first is not None and x >= first]
+    fill = rollup.reachable(todo, now)
     unreachable = len(todo) - len(fill)
     with typer.progressbar(fill, label=f"rolling up {len(fill)} hour(s)", file=None) as bar:
         for hour in bar:

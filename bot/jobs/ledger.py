@@ -2,7 +2,7 @@
 finished hours not yet in the ledger up from Prometheus, oldest first and at most
 ``ledger.hours_per_run`` of them (each one set of PromQL queries over one hour, so no query holds
 Prometheus longer than an hour's worth), back to ``ledger.backfill_days`` or the first data
-Prometheus holds; then drops rows older than ``ledger.retention_days``. A first start and any gap
+Prometheus holds; then drops rows (and advice facts) older than ``ledger.retention_days``. A first start and any gap
 (the bot was down, Prometheus unreachable) are filled by the same runs. Each run is claimed like
 every scheduled run (:mod:`bot.jobs.scheduler`), and each hour by its own row
 (:meth:`actions.store.ledger.LedgerStore.write_hour`), so no hour is written twice.
@@ -51,7 +51,10 @@ class LedgerJob:
         stay written; the next run goes on from there)."""
         since = floor_hour(now) - timedelta(days=self.settings.backfill_days)
         rolled = self.rollup.backfill(since, now, self.policy, limit=self.settings.hours_per_run)
-        dropped = self.ledger.drop_before(retention_cutoff(now, self.settings.retention_days))
+        cutoff = retention_cutoff(now, self.settings.retention_days)
+        dropped = self.ledger.drop_before(cutoff)
+        if self.rollup.advice is not None:
+            self.rollup.advice.table.drop_before(cutoff)
         if rolled or dropped:
             log.info(
                 "usage ledger: rolled up %d hour(s) (%s to %s), dropped %d row(s) past retention",

@@ -64,7 +64,7 @@ def cluster_parts(
             telemetry=telemetry_for(settings, target, store),
             writer=RoutingWriter(KubernetesWriter(api, timeout_seconds=k.timeout_seconds), hubs(target.name)),
             costs=cost_setup(settings, store, source, target),
-            advice=advice_setup(settings, target),
+            advice=advice_setup(settings, target, store),
             energy=settings.energy_factors(target.name),
         ))
     return tuple(parts)

@@ -25,6 +25,7 @@ from bot.service.leader import replica_identity
 from bot.settings import Settings
 from bot.settings.clusters import ClusterTarget
 from bot.wiring.sources import (
+    advice_hours,
     kueue_by_cluster,
     kueue_metrics,
     prometheus_usage,
@@ -92,6 +93,7 @@ def ledger_job(rt: Runtime, settings: Settings, target: ClusterTarget | None = N
     rollup = LedgerRollup(
         prometheus_usage(settings, target), store, cluster=target.name,
         team_label=settings.costs.team_label, prices=rt.prices,
+        advice=advice_hours(settings, rt.store, target) if settings.advice.history_source == "auto" else None,
     )
     return ledger.LedgerJob(rollup, store, settings.ledger, rt.policy, rt.clock)
 

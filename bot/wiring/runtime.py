@@ -154,7 +154,7 @@ def build_runtime(
         clusters=several,
         cluster_name=settings.cluster_name,
         home_cluster=home,
-        advice_setup=advice_setup(settings),
+        advice_setup=advice_setup(settings, store=store),
         configured_budgets=tuple(b.budget() for b in settings.budgets),
         timeouts=ActionTimeouts(
             recheck=settings.actions.recheck_timeout_seconds,

@@ -10,7 +10,9 @@ from typing import Any
 
 from actions.advice.round import AdviceSetup
 from actions.cost.reporting import CostSetup
-from actions.ledger.rollup import SOURCES, LedgerUsage
+from actions.ledger.advice_history import LedgerHistorySource
+from actions.ledger.rollup import SOURCES, AdviceHours, LedgerUsage
+from actions.sources.prometheus.advice_hours import PrometheusAdviceHours
 from actions.sources.prometheus.api import PrometheusApi
 from actions.sources.prometheus.history import AdviceHistorySource
 from actions.sources.prometheus.kueue import KueueMetrics
@@ -18,6 +20,7 @@ from actions.sources.prometheus.telemetry import PrometheusTelemetry
 from actions.sources.prometheus.usage import PrometheusUsage
 from actions.sources.recording import RecordedTelemetry
 from actions.store.activity import ActivityStore
+from actions.store.advice_hours import AdviceHourStore
 from actions.store.database import Store
 from actions.store.ledger import LedgerStore
 from bot.settings import Settings
@@ -115,12 +118,30 @@ def cost_setup(
     )
 
 
-def advice_setup(settings: Settings, target: ClusterTarget | None = None) -> AdviceSetup:
-    """Advice history from the configured Prometheus, or ``target``'s (a cluster of
-    ``clusters:``, narrowed to its label); 7 and 30 days of DCGM series are heavy queries:
-    ``costs.query_timeout_seconds`` bounds them. Judged by the ``advice`` settings."""
+def _advice_api(settings: Settings, target: ClusterTarget | None) -> PrometheusApi:
     p = _prometheus(settings)
     url, headers, scope = (p["url"], p["headers"], None) if target is None else (target.prometheus_url, target.headers, target.scope)
-    api = PrometheusApi(url, headers, verify_tls=p["verify_tls"], timeout_seconds=settings.costs.query_timeout_seconds,
-                        scope=scope, max_response_bytes=p["max_response_bytes"])
-    return AdviceSetup(AdviceHistorySource(api), settings.advice)
+    return PrometheusApi(url, headers, verify_tls=p["verify_tls"], timeout_seconds=settings.costs.query_timeout_seconds,
+                         scope=scope, max_response_bytes=p["max_response_bytes"])
+
+
+def advice_setup(settings: Settings, target: ClusterTarget | None = None, store: Store | None = None) -> AdviceSetup:
+    """Advice history of the configured Prometheus, or ``target``'s (a cluster of ``clusters:``,
+    narrowed to its label), judged by the ``advice`` settings. With ``ledger.enabled`` and a
+    ``store`` (and ``advice.history_source`` auto), the whole hours come from the ledger's advice
+    facts and only the rest from Prometheus (:class:`~actions.ledger.advice_history.LedgerHistorySource`);
+    else 7 and 30 days of DCGM series are read whole, heavy queries that
+    ``costs.query_timeout_seconds`` bounds."""
+    api = _advice_api(settings, target)
+    whole = AdviceHistorySource(api)
+    if store is None or not settings.ledger.enabled or settings.advice.history_source == "prometheus":
+        return AdviceSetup(whole, settings.advice)
+    cluster = target.name if target is not None else settings.cluster_name
+    return AdviceSetup(LedgerHistorySource(AdviceHourStore(store), cluster, live=PrometheusAdviceHours(api), whole=whole),
+                       settings.advice)
+
+
+def advice_hours(settings: Settings, store: Store, target: ClusterTarget | None = None) -> AdviceHours:
+    """What the ledger's rollup keeps for advice each hour, read from ``target``'s Prometheus
+    with the ``advice`` settings' busy threshold."""
+    return AdviceHours(PrometheusAdviceHours(_advice_api(settings, target)), AdviceHourStore(store), settings.advice)

@@ -30,6 +30,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Callable, Iterator
 
 from actions.model.telemetry import ENGINE_ACTIVE, GPU_UTIL, POWER_USAGE
+from actions.policy.advice import AdvicePolicy, CommitmentRate
+from actions.policy.teams import Team, TeamDirectory
 from tests.support.fleet import FB_USED, TraceRow, model_name, phase_rows
 
 ADVISE_AT = datetime(2026, 11, 30, 0, 30, tzinfo=timezone.utc)  # a Monday, 00:30 UTC
@@ -228,3 +230,16 @@ def cluster_items() -> list[dict]:
 def cluster_json() -> bytes:
     """The cluster as one ``kubectl get ... -o json`` List."""
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": cluster_items()}).encode()
+
+
+# A committed rate for the test: 40% under the on-demand list price, as a 1-year plan might be.
+COMMITTED = CommitmentRate(usd_per_gpu_hour=4.128, term="1 year, no upfront",
+                           source="test figure: 40% under p5.48xlarge on-demand", as_of="2026-11-23")
+POLICY = AdvicePolicy(commitment_rates={"H100": COMMITTED})
+LEAD = "U0LEAD"  # each team's approver: a change nobody could approve is advice only
+TEAMS = TeamDirectory([
+    Team(name="research", namespaces=["research"], approvers=[LEAD]),
+    Team(name="serving", namespaces=["serving"], approvers=[LEAD]),
+    Team(name="steady", namespaces=["steady"], approvers=[LEAD]),
+    Team(name="swing", namespaces=["swing"], approvers=[LEAD]),
+])

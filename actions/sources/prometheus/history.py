@@ -10,8 +10,9 @@ Per pod, over ``AdvicePolicy.window_seconds``:
 - ``peak_fb``: the most framebuffer any of its GPUs held, ``DCGM_FI_DEV_FB_USED`` (MiB);
 - ``peak_engine``: the most engine activity of any of its GPUs, percent 0-100
   (``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` x 100 where exported, else ``DCGM_FI_DEV_GPU_UTIL``);
-- ``mean_power``: the highest mean ``DCGM_FI_DEV_POWER_USAGE`` of its GPUs (watts), which tells
-  light serving (GPU_UTIL 0% at 190-250 W on a real H100) from idle;
+- ``mean_power``: the highest mean ``DCGM_FI_DEV_POWER_USAGE`` of its GPUs over each hour, averaged
+  over the hourly marks of the window (watts), which tells light serving (GPU_UTIL 0% at
+  190-250 W on a real H100) from idle;
 - ``gpu_hours``: GPU-hours with an activity sample, counted at :data:`STEP_SECONDS` steps;
 - ``busy``: the ``busy_quantile`` over :data:`STEP_SECONDS` steps of how many of its GPUs were
   above ``busy_engine_pct`` at once. A consumer of several pods gets the same figure over all
@@ -25,9 +26,13 @@ Per container of the pods with several GPU containers: the same ``busy`` figure 
 container's GPUs alone (dcgm-exporter's ``container`` label), so a right-sizing can say which
 container keeps how many.
 
-Reserved GPUs (the nodes named): per GPU model, how many and the share of their hourly marks
-over the commitment window at which their activity was at or under ``busy_engine_pct``, requested by
-a pod or not.
+Reserved GPUs (the nodes named): per GPU model, how many at the window's last hourly mark, and
+the share of GPU-marks over the commitment window at which their activity was at or under
+``busy_engine_pct``, requested by a pod or not.
+
+Every window is ``(at - w, at]`` (:func:`~actions.sources.prometheus.promql.open_window`) and every
+figure one that hours read one by one add up to: the ledger keeps them per hour
+(:mod:`actions.sources.prometheus.advice_hours`) and advice from it equals advice from here.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from actions.model.history import AdviceHistory, PodHistory, ReservedHistory, Te
 from actions.model.telemetry import ENGINE_ACTIVE, GPU_UTIL, POWER_USAGE
 from actions.policy.advice import AdvicePolicy
 from actions.sources.prometheus.api import PrometheusApi, TelemetryError
-from actions.sources.prometheus.promql import by_gpu, duration, number, pod_labels
+from actions.sources.prometheus.promql import by_gpu, duration, number, open_window, pod_labels
 
 FB_USED = "DCGM_FI_DEV_FB_USED"
 STEP_SECONDS = 300
@@ -61,32 +66,46 @@ def _regex(values: Sequence[str]) -> str:
 # Activity per GPU series in percent 0-100: ENGINE_ACTIVE (ratio, x100) where exported, else
 # GPU_UTIL. Set operators match label sets without the metric name, so a GPU exporting both
 # keeps ENGINE_ACTIVE.
-_RAW_ACTIVITY = f"((100 * {ENGINE_ACTIVE}) or {GPU_UTIL})"
+ACTIVITY = f"((100 * {ENGINE_ACTIVE}) or {GPU_UTIL})"
 # The pod labels of every dcgm-exporter convention: grouping by all of them inside a subquery and
 # renaming them once outside keeps the 2,016 steps of a week free of label_replace.
-_POD_KEYS = "namespace, pod, exported_namespace, exported_pod, pod_namespace, pod_name"
-_NAMESPACE_KEYS = "namespace, exported_namespace, pod_namespace"
+POD_KEYS = "namespace, pod, exported_namespace, exported_pod, pod_namespace, pod_name"
+NAMESPACE_KEYS = "namespace, exported_namespace, pod_namespace"
 
 
-def pod_queries(policy: AdvicePolicy) -> dict[str, str]:
-    """The per-pod PromQL (module docstring), by name. Pure."""
-    w, step = duration(policy.window_seconds), duration(STEP_SECONDS)
+def peak_queries(w: str) -> dict[str, str]:
+    """``peak_fb``, ``peak_engine`` and ``mean_power`` over the range ``w`` (a PromQL duration;
+    ``mean_power`` the plain mean, as at one hourly mark). Pure."""
     peak_engine = (
         f'max by (namespace, pod, {SIGNAL}) (label_replace(100 * {by_gpu("max", f"max_over_time({ENGINE_ACTIVE}[{w}])")}, '
         f'"{SIGNAL}", "{ENGINE_ACTIVE}", "", "") or ignoring ({SIGNAL}) '
         f'label_replace({by_gpu("max", f"max_over_time({GPU_UTIL}[{w}])")}, "{SIGNAL}", "{GPU_UTIL}", "", ""))'
     )
-    busy_at_once = f"sum by ({_POD_KEYS}) ({_RAW_ACTIVITY} > bool {number(policy.busy_engine_pct)})"
     return {
         "peak_fb": f"max by (namespace, pod, modelName) ({by_gpu('max', f'max_over_time({FB_USED}[{w}])')})",
         "peak_engine": peak_engine,
         "mean_power": f"max by (namespace, pod) ({by_gpu('max', f'avg_over_time({POWER_USAGE}[{w}])')})",
+    }
+
+
+def busy_at_once(policy: AdvicePolicy) -> str:
+    """Per pod (under every label convention) at one step: its GPU series above ``busy_engine_pct``."""
+    return f"sum by ({POD_KEYS}) ({ACTIVITY} > bool {number(policy.busy_engine_pct)})"
+
+
+def pod_queries(policy: AdvicePolicy) -> dict[str, str]:
+    """The per-pod PromQL (module docstring), by name. Pure."""
+    w, step = open_window(policy.window_seconds), duration(STEP_SECONDS)
+    hourly_power = peak_queries(open_window(3600))["mean_power"]
+    return {
+        **peak_queries(w),
+        "mean_power": f"avg_over_time(({hourly_power})[{w}:1h])",
         "gpu_hours": (
-            f"sum by (namespace, pod) ({pod_labels(f'count_over_time({_RAW_ACTIVITY}[{w}:{step}])')})"
+            f"sum by (namespace, pod) ({pod_labels(f'count_over_time({ACTIVITY}[{w}:{step}])')})"
             f" * {number(STEP_SECONDS / 3600)}"
         ),
         "busy": (
-            f"max by (namespace, pod) ({pod_labels(f'quantile_over_time({number(policy.busy_quantile)}, ({busy_at_once})[{w}:{step}])')})"
+            f"max by (namespace, pod) ({pod_labels(f'quantile_over_time({number(policy.busy_quantile)}, ({busy_at_once(policy)})[{w}:{step}])')})"
         ),
     }
 
@@ -110,8 +129,8 @@ def consumer_busy_query(policy: AdvicePolicy, consumers: Mapping[str, tuple[str,
     GPUs busy at once, as one series labelled ``consumer`` (and one with ``consumer`` empty for
     every other pod, to be ignored). At each step the busy GPUs are summed per pod, the pods
     renamed to one label convention and mapped to their consumer. Pure."""
-    w, step, thr = duration(policy.window_seconds), duration(STEP_SECONDS), number(policy.busy_engine_pct)
-    per_pod = pod_labels(f"sum by ({_POD_KEYS}) ({_RAW_ACTIVITY} > bool {thr})")
+    w, step, thr = open_window(policy.window_seconds), duration(STEP_SECONDS), number(policy.busy_engine_pct)
+    per_pod = pod_labels(f"sum by ({POD_KEYS}) ({ACTIVITY} > bool {thr})")
     joined = f'label_join({per_pod}, "ns_pod", "/", "namespace", "pod")'
     groups = {key: [f"{ns}/{p}" for p in pods] for key, (ns, pods) in consumers.items()}
     at_once = f"sum by (consumer) ({_mapped(joined, groups, 'ns_pod', 'consumer')})"
@@ -120,10 +139,10 @@ def consumer_busy_query(policy: AdvicePolicy, consumers: Mapping[str, tuple[str,
 
 # dcgm-exporter's container label under each convention (container_name before 2.0; with
 # honor_labels off, exported_container), applied in order as pod_labels does for the pod.
-_CONTAINER_KEYS = "container, container_name, exported_container"
+CONTAINER_KEYS = "container, container_name, exported_container"
 
 
-def _container_label(expr: str) -> str:
+def container_label(expr: str) -> str:
     for source in ("container_name", "exported_container"):
         expr = f'label_replace({expr}, "container", "$1", "{source}", "(.+)")'
     return expr
@@ -134,12 +153,36 @@ def container_busy_query(policy: AdvicePolicy, pods: Sequence[tuple[str, str]]) 
     containers), the ``busy_quantile`` of its GPUs busy at once, labelled ``namespace``, ``pod``,
     ``container`` and ``picked="1"`` (series of other pods have ``picked`` empty, to be ignored).
     A container's GPUs are its own: the most it needs is what it used at once. Pure."""
-    w, step, thr = duration(policy.window_seconds), duration(STEP_SECONDS), number(policy.busy_engine_pct)
-    per = _container_label(pod_labels(f"sum by ({_POD_KEYS}, {_CONTAINER_KEYS}) ({_RAW_ACTIVITY} > bool {thr})"))
+    w, step, thr = open_window(policy.window_seconds), duration(STEP_SECONDS), number(policy.busy_engine_pct)
+    per = container_label(pod_labels(f"sum by ({POD_KEYS}, {CONTAINER_KEYS}) ({ACTIVITY} > bool {thr})"))
     joined = f'label_join({per}, "ns_pod", "/", "namespace", "pod")'
     picked = _mapped(joined, {"1": [f"{ns}/{p}" for ns, p in pods]}, "ns_pod", "picked")
     at_once = f"sum by (namespace, pod, container, picked) ({picked})"
     return f"quantile_over_time({number(policy.busy_quantile)}, ({at_once})[{w}:{step}])"
+
+
+def namespace_gpus() -> str:
+    """Whole GPUs (not MIG instances) per namespace and ``modelName`` at one instant, under every
+    label convention renamed to ``namespace``. Pure."""
+    requested = (
+        # Every convention's GPU identity, so GPUs are told apart whichever labels carry it.
+        f"max by (UUID, uuid, gpu, Hostname, hostname, modelName, {NAMESPACE_KEYS}) "
+        f'({{__name__=~"{GPU_UTIL}|{ENGINE_ACTIVE}", GPU_I_ID=""}})'
+    )
+    return pod_labels(f"count by (modelName, {NAMESPACE_KEYS}) ({requested})")
+
+
+def node_gpus(hosts: str | None = None) -> str:
+    """Activity (percent 0-100) per GPU at one instant, labelled ``UUID``, ``Hostname`` (the
+    ``hostname`` convention renamed) and ``modelName``; only the nodes matching the PromQL
+    regex literal ``hosts`` when given. Pure."""
+    def one(metric: str) -> str:
+        if hosts is None:
+            picked = metric
+        else:
+            picked = f"{metric}{{Hostname=~{hosts}}} or {metric}{{hostname=~{hosts}}}"
+        return f'max by (UUID, Hostname, modelName) (label_replace({picked}, "Hostname", "$1", "hostname", "(.+)"))'
+    return f"((100 * {one(ENGINE_ACTIVE)}) or {one(GPU_UTIL)})"
 
 
 def team_queries(policy: AdvicePolicy, teams: Mapping[str, Sequence[str]]) -> dict[str, str]:
@@ -147,13 +190,8 @@ def team_queries(policy: AdvicePolicy, teams: Mapping[str, Sequence[str]]) -> di
     ``modelName``: whole GPUs (not MIG instances) the team's pods requested at each hour mark over the
     commitment window, reduced by quantile, count and max. At each mark the GPUs are counted per
     namespace under every label convention, renamed to one and mapped to their team. Pure."""
-    w = duration(policy.commitment_window_seconds)
-    requested = (
-        # Every convention's GPU identity, so GPUs are told apart whichever labels carry it.
-        f"max by (UUID, uuid, gpu, Hostname, hostname, modelName, {_NAMESPACE_KEYS}) "
-        f'({{__name__=~"{GPU_UTIL}|{ENGINE_ACTIVE}", GPU_I_ID=""}})'
-    )
-    per_namespace = pod_labels(f"count by (modelName, {_NAMESPACE_KEYS}) ({requested})")
+    w = open_window(policy.commitment_window_seconds)
+    per_namespace = namespace_gpus()
     in_use = f"sum by (team, modelName) ({_mapped(per_namespace, teams, 'namespace', 'team')})"
     series = f"({in_use})[{w}:1h]"
     return {
@@ -165,17 +203,14 @@ def team_queries(policy: AdvicePolicy, teams: Mapping[str, Sequence[str]]) -> di
 
 def reserved_queries(policy: AdvicePolicy, nodes: Sequence[str]) -> dict[str, str]:
     """PromQL per GPU model (label ``modelName``) of the GPUs on ``nodes``: :data:`IDLE_SHARE_QUERY`, the
-    mean over GPUs of the share of hourly marks with activity at or under ``busy_engine_pct``,
-    and ``gpus``, how many there are now. Pure."""
-    w, thr = duration(policy.commitment_window_seconds), number(policy.busy_engine_pct)
-    hosts = _regex(nodes)
-    per_gpu = (
-        f"((100 * max by (UUID, Hostname, modelName) ({ENGINE_ACTIVE}{{Hostname=~{hosts}}} or {ENGINE_ACTIVE}{{hostname=~{hosts}}}))"
-        f" or max by (UUID, Hostname, modelName) ({GPU_UTIL}{{Hostname=~{hosts}}} or {GPU_UTIL}{{hostname=~{hosts}}}))"
-    )
+    share of GPU-marks (each GPU at each hourly mark) with activity at or under ``busy_engine_pct``,
+    and ``gpus``, how many had a sample at the window's last mark. Pure."""
+    w, thr = open_window(policy.commitment_window_seconds), number(policy.busy_engine_pct)
+    per_gpu = node_gpus(_regex(nodes))
     return {
-        IDLE_SHARE_QUERY: f"avg by (modelName) (avg_over_time(({per_gpu} <= bool {thr})[{w}:1h]))",
-        "gpus": f"count by (modelName) (last_over_time({per_gpu}[1h:5m]))",
+        IDLE_SHARE_QUERY: (f"sum_over_time((sum by (modelName) ({per_gpu} <= bool {thr}))[{w}:1h])"
+                           f" / sum_over_time((count by (modelName) ({per_gpu}))[{w}:1h])"),
+        "gpus": f"last_over_time((count by (modelName) ({per_gpu}))[{w}:1h])",
     }
 
 

@@ -25,6 +25,13 @@ def duration(seconds: float) -> str:
     return f"{round(seconds * 1000)}ms"
 
 
+def open_window(seconds: float) -> str:
+    """A PromQL range of ``seconds`` less a millisecond: ``(t - seconds, t]`` under both
+    Prometheus 2's closed ranges and 3's left-open ones, so hours read one by one add up to the
+    whole window, no sample or subquery step at a boundary counted twice."""
+    return f"{round(seconds * 1000) - 1}ms"
+
+
 def number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 

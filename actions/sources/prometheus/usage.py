@@ -355,23 +355,28 @@ class PrometheusUsage:
 
     def first_data_hour(self, since: datetime, until: datetime) -> datetime | None:
         """The first hour in ``[since, until)`` (hour starts) whose rollup would see any
-        ``kube_pod_info``, None when Prometheus holds none in the range: two cheap queries, by day,
-        then by hour within the day found. Raises TelemetryError when Prometheus fails."""
-        api = self.api
-        since, until = floor_hour(since), floor_hour(until)
+        ``kube_pod_info`` (:func:`first_hour_with`). Raises TelemetryError when Prometheus fails."""
+        return first_hour_with(self.api, "kube_pod_info", since, until)
 
-        def first(at: datetime, lo: datetime, step: str) -> datetime | None:
-            # Steps in (lo, at]; the subquery's range one second short keeps lo itself out.
-            rng = int((at - lo).total_seconds()) - 1
-            rows = api.instant("first data", f"min_over_time(timestamp(count(kube_pod_info))[{rng}s:{step}])", at)
-            return datetime.fromtimestamp(float(rows[0]["value"][1]), tz=timezone.utc) if rows else None
 
-        if until <= since:
-            return None
-        day = first(until, since, "1d") if until - since > timedelta(days=1) else None
-        hi = day or until
-        hour = first(hi, max(since, hi - timedelta(days=1)), "1h")
-        if hour is None:
-            return None
-        # The step at t sees the hour ending at t: [t - 1h, t) is the first hour with data.
-        return max(floor_hour(hour) - HOUR, since)
+def first_hour_with(api: PrometheusApi, series: str, since: datetime, until: datetime) -> datetime | None:
+    """The first hour in ``[since, until)`` (hour starts) in which Prometheus holds any of
+    ``series`` (a PromQL selector), None when it holds none in the range: two cheap queries, by
+    day, then by hour within the day found. Raises TelemetryError when Prometheus fails."""
+    since, until = floor_hour(since), floor_hour(until)
+
+    def first(at: datetime, lo: datetime, step: str) -> datetime | None:
+        # Steps in (lo, at]; the subquery's range one second short keeps lo itself out.
+        rng = int((at - lo).total_seconds()) - 1
+        rows = api.instant("first data", f"min_over_time(timestamp(count({series}))[{rng}s:{step}])", at)
+        return datetime.fromtimestamp(float(rows[0]["value"][1]), tz=timezone.utc) if rows else None
+
+    if until <= since:
+        return None
+    day = first(until, since, "1d") if until - since > timedelta(days=1) else None
+    hi = day or until
+    hour = first(hi, max(since, hi - timedelta(days=1)), "1h")
+    if hour is None:
+        return None
+    # The step at t sees the hour ending at t: [t - 1h, t) is the first hour with data.
+    return max(floor_hour(hour) - HOUR, since)

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from alembic import context
 
 import actions.store.activity  # noqa: F401 - registers the activity state table with the models' metadata
+import actions.store.advice_hours  # noqa: F401 - registers the ledger's advice tables
 import actions.store.database  # noqa: F401 - registers the requests', audit's, prices', budgets', alerts' and job runs' tables
 import actions.store.ledger  # noqa: F401 - registers the ledger's tables with the models' metadata
 from actions.store.schema import MIGRATION_LOCK_ID, VERSION_TABLE, UTCDateTime, include_object, metadata

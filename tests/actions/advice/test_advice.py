@@ -13,7 +13,6 @@ from collections.abc import Iterator
 import pytest
 
 from actions.advice.round import AdviceResult, gather_advice
-from actions.policy.advice import AdvicePolicy, CommitmentRate
 from actions.policy.rules import Policy
 from actions.policy.teams import Team, TeamDirectory
 from actions.pricing.book import PriceBook
@@ -21,24 +20,11 @@ from actions.pricing.catalog import PriceCatalog
 from actions.sources.kube.dump import snapshot_from_kubectl_dump
 from actions.sources.prometheus.api import PrometheusApi
 from actions.sources.prometheus.history import AdviceHistorySource
-from tests.support.advice_fleet import ADVISE_AT, cluster_json, openmetrics
+from tests.support.advice_fleet import ADVISE_AT, POLICY, TEAMS, cluster_json, openmetrics
 from tests.support.prometheus_server import running_prometheus
 from tests.support.replies import text_of
 
 pytestmark = pytest.mark.prometheus
-
-# A committed rate for the test: 40% under the on-demand list price, as a 1-year plan might be.
-COMMITTED = CommitmentRate(usd_per_gpu_hour=4.128, term="1 year, no upfront",
-                           source="test figure: 40% under p5.48xlarge on-demand", as_of="2026-11-23")
-POLICY = AdvicePolicy(commitment_rates={"H100": COMMITTED})
-LEAD = "U0LEAD"  # each team's approver: a change nobody could approve is advice only
-TEAMS = TeamDirectory([
-    Team(name="research", namespaces=["research"], approvers=[LEAD]),
-    Team(name="serving", namespaces=["serving"], approvers=[LEAD]),
-    Team(name="steady", namespaces=["steady"], approvers=[LEAD]),
-    Team(name="swing", namespaces=["swing"], approvers=[LEAD]),
-])
-
 
 @pytest.fixture(scope="module")
 def advice_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:

@@ -93,7 +93,7 @@ def test_migrate_twice_creates_the_tables(database_url: str, tmp_path, monkeypat
             unique = [ix for ix in inspector.get_indexes("action_request") if ix["unique"]]
             assert [ix["column_names"] for ix in unique] == [["key"]]
             versions = connection.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all()
-        assert versions == [("0013_budget_rule",)]
+        assert versions == [("0014_advice_hours",)]
         # Usable after the second migrate: the tables were not recreated empty-handed or broken.
         assert _create(s).id is not None
 
@@ -109,7 +109,8 @@ def test_migration_matches_models(store: Store) -> None:
         removed = {d[1].name for d in compare_metadata(context, sa.MetaData()) if d[0] == "remove_table"}
         assert removed == {"action_request", "audit_event", "price_cache", "team_budget", "alert_record", "job_run",
                            "usage_hour", "usage_hour_filled", "usage_day", "activity_seen", "activity_mark",
-                           "store_fact", "slack_request_seen", "budget_rule"}
+                           "store_fact", "slack_request_seen", "budget_rule", "advice_pod_hour",
+                           "advice_namespace_hour", "advice_node_hour", "advice_hour_filled"}
         # APScheduler's table is created by a migration but belongs to APScheduler: never compared.
         assert "apscheduler_jobs" in sa.inspect(connection).get_table_names()
 
@@ -162,7 +163,7 @@ def test_replicas_migrating_at_once_all_succeed(postgres_url: str) -> None:
     outputs = [early + p.communicate(timeout=120)[0] for early, p in zip(before_go, replicas)]
     assert [p.returncode for p in replicas] == [0] * len(replicas), outputs
     with Store(postgres_url) as s, s.engine.connect() as connection:
-        assert connection.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all() == [("0013_budget_rule",)]
+        assert connection.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all() == [("0014_advice_hours",)]
         assert {"action_request", "audit_event"} <= set(sa.inspect(connection).get_table_names())
 
 

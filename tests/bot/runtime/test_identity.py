@@ -77,7 +77,7 @@ def test_an_old_stores_unnamed_requests_are_named_after_the_first_cluster_at_the
     assert migrated.exit_code == 0, migrated.output
     with Store(database_url) as store:
         with store.engine.connect() as connection:
-            assert connection.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all() == [("0013_budget_rule",)]
+            assert connection.execute(sa.text(f"SELECT version_num FROM {VERSION_TABLE}")).all() == [("0014_advice_hours",)]
         # Made in the first cluster, as the older version read an empty name: each now says so.
         assert _clusters(store) == {
             KEY: "east", "idle-notebook/ml-research/other": "east", "idle-notebook/ml-research/gone": "east",
