@@ -71,9 +71,9 @@ def hour_facts(hour: datetime, start: datetime, policy: AdvicePolicy) -> tuple[s
             sum(r.util_gpu_pct <= policy.busy_engine_pct for r in mark))
 
 
-def load_ledger(store: Store, n_gpus: int, days: int, policy: AdvicePolicy) -> int:
+def load_ledger(store: Store, n_gpus: int, days: int, policy: AdvicePolicy) -> tuple[int, float]:
     """COPY ``days`` of advice facts of benchmarks/advice.py's fleet into ``store`` (PostgreSQL);
-    the pod rows written."""
+    the pod rows written and the tables' size on disk, MB (indexes included)."""
     from benchmarks.advice import pods_of
 
     start = ADVISE_AT - timedelta(days=30) + timedelta(seconds=60)
@@ -109,7 +109,9 @@ def load_ledger(store: Store, n_gpus: int, days: int, policy: AdvicePolicy) -> i
                                                      pods=len(pods), written_at=ADVISE_AT) for h in hours])
         for table in ("advice_pod_hour", "advice_namespace_hour", "advice_node_hour"):
             c.execute(sa.text(f"ANALYZE {table}"))
-    return len(hours) * len(pods)
+        size = c.execute(sa.text("SELECT sum(pg_total_relation_size(t)) FROM unnest(ARRAY['advice_pod_hour', "
+                                 "'advice_namespace_hour', 'advice_node_hour']) AS t")).scalar()
+    return len(hours) * len(pods), size / 1e6
 
 
 def peak_rss_mb() -> float:
@@ -184,7 +186,7 @@ def run(sizes: list[int], days: int, repeat: int, window_days: float = 7) -> Non
     for n in sizes:
         with tempfile.TemporaryDirectory() as tmp, postgres_store() as store:
             t0 = time.monotonic()
-            rows = load_ledger(store, n, days, policy)
+            rows, mb = load_ledger(store, n, days, policy)
             loaded = time.monotonic() - t0
             text, dump = fleet(n, since=ADVISE_AT - timedelta(hours=LIVE_HOURS))
             (Path(tmp) / "om").write_text(text)
@@ -200,7 +202,7 @@ def run(sizes: list[int], days: int, repeat: int, window_days: float = 7) -> Non
                          server.url, str(Path(tmp) / "dump.json"), str(window_days)],
                         check=True, capture_output=True, text=True, cwd=ROOT)
                     r = json.loads(out.stdout.strip().splitlines()[-1])
-                    print(f"{n:6d} GPUs, {window_days:g}-day window, {days} days of ledger, {rows:,} pod-hours in the ledger (loaded in {loaded:.0f} s): "
+                    print(f"{n:6d} GPUs, {window_days:g}-day window, {days} days of ledger, {rows:,} pod-hours in the ledger ({mb:,.0f} MB; loaded in {loaded:.0f} s): "
                           f"bot CPU {r['cpu']:.2f} s (wall {r['wall']:.2f} s), PostgreSQL CPU {r['db_cpu']:.2f} s, "
                           f"Prometheus CPU {cpu_seconds(server.proc.pid) - prom0:.2f} s ({r['queries']} queries; "
                           f"read {r['read']}), peak RSS {r['rss_mb']:.0f} MB ({r['rss_before_mb']:.0f} MB before the round); {r['recommendations']} recommendations "

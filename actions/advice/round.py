@@ -172,6 +172,6 @@ def fleet_advice(results: Sequence[tuple[str, AdviceResult]], at: datetime) -> A
         at, tuple(recs),
         tuple(u for _, result in results for u in result.usages),
         tuple(b for _, result in results for b in result.baselines),
-        could_save(recs), tuple(w for _, result in results for w in result.history_warnings),
+        could_save(recs), tuple(f"{cluster}: {w}" for cluster, result in results for w in result.history_warnings),
     )
 

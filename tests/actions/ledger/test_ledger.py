@@ -18,6 +18,7 @@ from actions.cost.engine import compute_cost_report, consumer_of
 from actions.cost.periods import parse_period
 from actions.cost.report import CostReport
 from actions.cost.reporting import CostSetup, build_report
+from actions.ledger.advice_history import LedgerHistorySource
 from actions.ledger.plan import plan_period, plan_warnings
 from actions.ledger.rollup import LedgerRollup, LedgerUsage
 from actions.ledger.rows import owner_for, rows_from_usage
@@ -28,7 +29,9 @@ from actions.policy.rules import Policy
 from actions.policy.teams import TeamDirectory
 from actions.pricing.book import PriceBook
 from actions.pricing.catalog import PriceCatalog
+from actions.sources.prometheus.history import AdviceHistorySource
 from actions.sources.prometheus.usage import PrometheusUsage
+from actions.store.advice_hours import AdviceHourStore
 from actions.store.database import Store
 from actions.store.ledger import LedgerStore, usage_hour
 from bot.jobs.ledger import LedgerJob
@@ -380,6 +383,15 @@ def test_the_job_is_scheduled_when_enabled_claimed_once_and_reports_read_the_led
         "claimed-elsewhere")
     held = LedgerStore(rt.store).held_hours(CLUSTER, now - timedelta(days=2), now)
     assert sorted(held) == hours_between(h(19, 12), h(19, 15))  # 1 day back, 3 hours a run, once
+    # The same hours keep advice's facts, and advice reads them: the whole hours from the ledger.
+    advised = AdviceHourStore(rt.store).held(CLUSTER, now - timedelta(days=2), now, settings.advice.busy_engine_pct)
+    assert sorted(advised) == sorted(held)
+    assert isinstance(rt.advice_setup.history, LedgerHistorySource) and rt.advice_setup.history.cluster == CLUSTER
+    assert isinstance(settings_runtime(off).advice_setup.history, AdviceHistorySource)
+    raw = Settings(database_url=sqlite_url, prometheus={"url": usage_prometheus}, ledger={"enabled": True},
+                   advice={"history_source": "prometheus"})
+    assert isinstance(settings_runtime(raw).advice_setup.history, AdviceHistorySource)
+    assert ledger_job(settings_runtime(raw), raw).rollup.advice is None
 
 
 def test_settings_refuse_a_retention_shorter_than_the_backfill_and_a_source_that_is_none():
