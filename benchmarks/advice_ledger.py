@@ -111,7 +111,7 @@ def load_ledger(store: Store, n_gpus: int, days: int, policy: AdvicePolicy) -> t
             c.execute(sa.text(f"ANALYZE {table}"))
         size = c.execute(sa.text("SELECT sum(pg_total_relation_size(t)) FROM unnest(ARRAY['advice_pod_hour', "
                                  "'advice_namespace_hour', 'advice_node_hour']) AS t")).scalar()
-    return len(hours) * len(pods), size / 1e6
+    return len(hours) * len(pods), float(size) / 1e6
 
 
 def peak_rss_mb() -> float:
@@ -207,6 +207,17 @@ def run(sizes: list[int], days: int, repeat: int, window_days: float = 7) -> Non
                           f"Prometheus CPU {cpu_seconds(server.proc.pid) - prom0:.2f} s ({r['queries']} queries; "
                           f"read {r['read']}), peak RSS {r['rss_mb']:.0f} MB ({r['rss_before_mb']:.0f} MB before the round); {r['recommendations']} recommendations "
                           f"{r['kinds']}, ${r['usd']:,.2f}/month", flush=True)
+                # What the hourly rollup adds for advice: one hour's facts of the whole fleet.
+                from actions.sources.prometheus.advice_hours import PrometheusAdviceHours
+                from actions.sources.prometheus.api import PrometheusApi
+
+                hour = floor_hour(ADVISE_AT) - timedelta(hours=1)
+                prom0, cpu0 = cpu_seconds(server.proc.pid), time.process_time()
+                facts = PrometheusAdviceHours(PrometheusApi(server.url, timeout_seconds=600)).fetch(
+                    hour, hour + timedelta(hours=1), policy)
+                print(f"{n:6d} GPUs: one hour's advice facts for the rollup: Prometheus CPU "
+                      f"{cpu_seconds(server.proc.pid) - prom0:.2f} s, bot CPU {time.process_time() - cpu0:.2f} s, "
+                      f"{len(facts.pods)} pods, {len(facts.nodes)} nodes", flush=True)
             finally:
                 server.stop()
 
