@@ -129,8 +129,8 @@ def consumer_busy_query(policy: AdvicePolicy, consumers: Mapping[str, tuple[str,
     GPUs busy at once, as one series labelled ``consumer`` (and one with ``consumer`` empty for
     every other pod, to be ignored). At each step the busy GPUs are summed per pod, the pods
     renamed to one label convention and mapped to their consumer. Pure."""
-    w, step, thr = open_window(policy.window_seconds), duration(STEP_SECONDS), number(policy.busy_engine_pct)
-    per_pod = pod_labels(f"sum by ({POD_KEYS}) ({ACTIVITY} > bool {thr})")
+    w, step = open_window(policy.window_seconds), duration(STEP_SECONDS)
+    per_pod = pod_labels(busy_at_once(policy))
     joined = f'label_join({per_pod}, "ns_pod", "/", "namespace", "pod")'
     groups = {key: [f"{ns}/{p}" for p in pods] for key, (ns, pods) in consumers.items()}
     at_once = f"sum by (consumer) ({_mapped(joined, groups, 'ns_pod', 'consumer')})"
