@@ -55,6 +55,7 @@ def test_backfill_then_status_then_a_report_from_the_ledger(tmp_path, usage_prom
     s = json.loads(status.stdout)
     assert s["hours"] == {"filled": 24, "partial": 0, "empty": 0} and s["missing_hours"] == 24
     assert s["missing"] == [["2026-11-18T00:00:00Z", "2026-11-19T00:00:00Z"]] and s["cluster"] == "eu-1"
+    assert s["without_advice_hours"] == 0  # the backfill kept advice's facts of each hour too
     text = runner.invoke(app, ["ledger", "status", "--config", str(config), "--since", "2026-11-18",
                                "--at", "2026-11-20T00:30:00Z"])
     assert "24 hour(s) filled, 0 partial, 0 empty, 24 missing" in text.output
@@ -69,6 +70,23 @@ def test_backfill_then_status_then_a_report_from_the_ledger(tmp_path, usage_prom
                                   "missing": [], "missing_hours": 0}
     assert mine == theirs  # every figure, note and day: the same report
     assert round(mine["teams"]["research"]["cost_usd"], 2) == round(24 * 6.88, 2)
+
+
+def test_hours_held_without_advice_facts_are_named_and_the_backfill_adds_them(tmp_path, usage_prometheus):
+    window = ["--since", "2026-11-19T20:00:00Z", "--until", "2026-11-20T00:00:00Z"]
+    # A ledger kept while advice read Prometheus whole: usage only.
+    raw = _config(tmp_path, usage_prometheus, advice={"history_source": "prometheus"})
+    assert runner.invoke(app, ["ledger", "backfill", "--config", str(raw), *window]).exit_code == 0
+    config = _config(tmp_path, usage_prometheus)  # the same database, advice now from the ledger
+    status = ["ledger", "status", "--config", str(config), "--since", "2026-11-19T20:00:00Z", "--at", "2026-11-20T00:30:00Z"]
+    text = runner.invoke(app, status).output
+    assert "4 hour(s) filled" in text and "0 missing" in text
+    assert ("held without advice's facts (4 hour(s); `gpu-cost-bot ledger backfill` adds them while Prometheus keeps "
+            "them): 2026-11-19T20:00:00Z to 2026-11-20T00:00:00Z") in text
+    filled = runner.invoke(app, ["ledger", "backfill", "--config", str(config), *window])
+    assert filled.exit_code == 0 and "filled 4 hour(s) of cluster eu-1" in filled.output, filled.output
+    after = json.loads(runner.invoke(app, [*status, "--json"]).stdout)
+    assert after["without_advice_hours"] == 0 and after["hours"]["filled"] == 4
 
 
 def test_a_report_over_hours_the_ledger_lacks_says_which_and_exits_3(tmp_path, usage_prometheus):
