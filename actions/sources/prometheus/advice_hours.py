@@ -3,11 +3,10 @@ dcgm-exporter series in Prometheus: what the usage ledger keeps per hour, and wh
 the ledger reads live for the hours it does not hold yet.
 
 Each figure is the per-hour part of a query of :mod:`actions.sources.prometheus.history`, with the
-same label handling: the peaks over ``(start, end]``; at each 5-minute step (one range query per
-figure) the GPUs busy and the GPU series with an activity sample per pod, and per container for
-pods of several GPU containers; at the piece's hour mark the hourly mean power per pod, the whole
-GPUs per namespace and each node's GPUs and idle ones. At most eight queries a piece, however many
-GPUs.
+same label handling: the peaks over ``(start, end]``; at each 5-minute step, in one range query,
+the GPU series with an activity sample and the busy ones per container (a pod's are its
+containers' summed); at the piece's hour mark the hourly mean power per pod, the whole GPUs per
+namespace and each node's GPUs and idle ones. At most seven queries a piece, however many GPUs.
 """
 
 from __future__ import annotations
@@ -34,7 +33,6 @@ from actions.sources.prometheus.history import (
     CONTAINER_KEYS,
     POD_KEYS,
     SIGNAL,
-    busy_at_once,
     container_label,
     namespace_gpus,
     node_gpus,
@@ -43,17 +41,17 @@ from actions.sources.prometheus.history import (
 from actions.sources.prometheus.promql import number, open_window, pod_labels
 from actions.sources.prometheus.usage import first_hour_with
 
+# Each GPU series adds this plus 1 when busy, 0 when not: one evaluation of the activity at a step
+# gives both the series present (the quotient) and the busy ones (the remainder), for as long as a
+# container has fewer GPU series than this.
+_PRESENT = 1000
 
-def step_queries(policy: AdvicePolicy) -> dict[str, str]:
-    """The per-step PromQL, each evaluated by a range query at the piece's steps: ``busy`` and
-    ``present`` per pod, ``containers`` per pod and container. Pure."""
-    thr = number(policy.busy_engine_pct)
-    per_container = pod_labels(f"sum by ({POD_KEYS}, {CONTAINER_KEYS}) ({ACTIVITY} > bool {thr})")
-    return {
-        "busy": f"max by (namespace, pod) ({pod_labels(busy_at_once(policy))})",
-        "present": f"sum by (namespace, pod) ({pod_labels(f'count by ({POD_KEYS}) ({ACTIVITY})')})",
-        "containers": f"sum by (namespace, pod, container) ({container_label(per_container)})",
-    }
+
+def step_query(policy: AdvicePolicy) -> str:
+    """The per-step PromQL, evaluated by a range query at the piece's steps: per pod and container,
+    :data:`_PRESENT` x its GPU series with an activity sample + those above ``busy_engine_pct``. Pure."""
+    flagged = f"(({ACTIVITY} > bool {number(policy.busy_engine_pct)}) + {_PRESENT})"
+    return f"sum by (namespace, pod, container) ({container_label(pod_labels(f'sum by ({POD_KEYS}, {CONTAINER_KEYS}) ({flagged})'))})"
 
 
 def mark_queries(policy: AdvicePolicy) -> dict[str, str]:
@@ -99,8 +97,7 @@ class PrometheusAdviceHours:
         peaks = {name: self.api.instant(f"advice hour {name}", q, end)
                  for name, q in peak_queries(open_window((end - start).total_seconds())).items() if name != "mean_power"}
         steps, mark = steps_in(start, end), mark_in(start, end)
-        stepped = {name: self.api.range(f"advice hour {name}", q, steps[0], steps[-1], STEP_SECONDS)
-                   for name, q in step_queries(policy).items()} if steps else {}
+        stepped = self.api.range("advice hour steps", step_query(policy), steps[0], steps[-1], STEP_SECONDS) if steps else []
         marked = {name: self.api.instant(f"advice hour {name}", q, mark)
                   for name, q in mark_queries(policy).items()} if mark else {}
         try:
@@ -113,12 +110,14 @@ class PrometheusAdviceHours:
             raise TelemetryError(f"Prometheus at {self.api.url} returned a malformed result: {e}") from e
 
 
-def _vector(values: list, steps: list[datetime]) -> list[int | None]:
-    at = {int(float(t)): v for t, v in values}
-    return [None if int(s.timestamp()) not in at else _count(at[int(s.timestamp())], "a busy count") for s in steps]
+def _steps(values: list, steps: list[datetime]) -> tuple[list[int | None], int]:
+    """A container's (busy GPUs per step, None where no sample; GPU-steps) from ``values``."""
+    at = {int(float(t)): _count(v, "a step's GPU series") for t, v in values}
+    busy = [at[k] % _PRESENT if k in at else None for k in (int(s.timestamp()) for s in steps)]
+    return busy, sum(v // _PRESENT for v in at.values())
 
 
-def _pods(peaks: Mapping[str, list], stepped: Mapping[str, list], power: list, steps: list[datetime]) -> tuple[PodHour, ...]:
+def _pods(peaks: Mapping[str, list], stepped: list, power: list, steps: list[datetime]) -> tuple[PodHour, ...]:
     found: dict[tuple[str, str], dict] = defaultdict(dict)
     for row in peaks.get("peak_fb", []):
         m = row["metric"]
@@ -132,25 +131,25 @@ def _pods(peaks: Mapping[str, list], stepped: Mapping[str, list], power: list, s
         m = row["metric"]
         if m.get("pod"):
             found[(m.get("namespace", ""), m["pod"])]["power"] = float(row["value"][1])
-    for row in stepped.get("present", []):
+    containers: dict[tuple[str, str], list[tuple[str, list[int | None]]]] = defaultdict(list)
+    for row in stepped:
         m = row["metric"]
         if m.get("pod"):
-            found[(m.get("namespace", ""), m["pod"])]["steps"] = sum(_count(v, "a GPU count") for _, v in row["values"])
-    for row in stepped.get("busy", []):
-        m = row["metric"]
-        if m.get("pod"):
-            found[(m.get("namespace", ""), m["pod"])]["busy"] = encode_steps(_vector(row["values"], steps))
-    containers: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
-    for row in stepped.get("containers", []):
-        m = row["metric"]
-        if m.get("pod") and m.get("container"):
-            containers[(m.get("namespace", ""), m["pod"])].append((m["container"], encode_steps(_vector(row["values"], steps))))
-    return tuple(
-        PodHour(ns, pod, e.get("model", ""), e.get("fb"), e.get("engine"), e.get("signal"), e.get("steps", 0),
-                e.get("busy", ""), e.get("power"),
-                tuple(sorted(containers[(ns, pod)])) if len(containers.get((ns, pod), ())) > 1 else ())
-        for (ns, pod), e in sorted(found.items())
-    )
+            key = (m.get("namespace", ""), m["pod"])
+            busy, gpu_steps = _steps(row["values"], steps)
+            e = found[key]
+            e["steps"] = e.get("steps", 0) + gpu_steps
+            containers[key].append((m.get("container", ""), busy))
+    out = []
+    for key, e in sorted(found.items()):
+        mine = containers.get(key, [])
+        # A pod's busy GPUs at a step are its containers' summed, where any had a sample.
+        summed = [None if all(b[i] is None for _, b in mine) else sum(b[i] or 0 for _, b in mine)
+                  for i in range(len(steps))] if mine else []
+        named = sorted((c, encode_steps(b)) for c, b in mine if c)
+        out.append(PodHour(key[0], key[1], e.get("model", ""), e.get("fb"), e.get("engine"), e.get("signal"),
+                           e.get("steps", 0), encode_steps(summed), e.get("power"), tuple(named) if len(named) > 1 else ()))
+    return tuple(out)
 
 
 def _namespaces(rows: list) -> tuple[NamespaceMark, ...]:

@@ -302,9 +302,16 @@ class PrometheusUsage:
         """Queries sent so far."""
         return self.api.requests
 
-    def _daily(self, policy: Policy, start: datetime, end: datetime) -> dict[date, dict[str, list]]:
+    def _daily(
+        self, policy: Policy, start: datetime, end: datetime, results: Mapping[str, list],
+    ) -> dict[date, dict[str, list]]:
         out: dict[date, dict[str, list]] = {}
         buckets = day_buckets(start, end)
+        if len(buckets) == 1:
+            # Within one day the split is the period's own per-pod answers, which parse_usage sums
+            # per namespace and node as it would the daily queries' (linear in the device-steps):
+            # asking Prometheus again cost an hourly rollup a quarter of its query CPU.
+            return {buckets[0][0]: {n: results[n] for n in (REQUESTED_QUERY, "idle")}}
         full = [b for b in buckets if (b[2] - b[1]) == timedelta(days=1)]
         for day, b0, b1 in buckets:
             if (b1 - b0) != timedelta(days=1):
@@ -337,7 +344,7 @@ class PrometheusUsage:
             for name, q in usage_queries(policy, range_seconds, self.step_seconds).items()
         }
         presence = {name: self.api.instant(name, q, end) for name, q in presence_queries(range_seconds).items()}
-        daily = self._daily(policy, start, end)
+        daily = self._daily(policy, start, end, results)
         try:
             usage = parse_usage(start, end, self.step_seconds, results, daily)
             gpus_seen = any(p.gpu_hours > 0 for p in usage.pods) or any(h > 0 for h in usage.node_gpu_hours.values())

@@ -21,15 +21,20 @@ import pytest
 
 from actions.advice.round import AdviceResult, gather_advice, recheck_change
 from actions.executors.kubernetes import KubernetesWriter
+from actions.ledger.advice_history import LedgerHistorySource
+from actions.model.advice_hours import AdviceHour
 from actions.model.findings import AdviceLimits, GpuResize
+from actions.model.times import hours_between
 from actions.policy.advice import AdvicePolicy
 from actions.policy.rules import Policy
 from actions.policy.teams import Team, TeamDirectory
 from actions.pricing.book import PriceBook
 from actions.pricing.catalog import PriceCatalog
 from actions.sources.kube.dump import snapshot_from_kubectl_dump
+from actions.sources.prometheus.advice_hours import PrometheusAdviceHours
 from actions.sources.prometheus.api import PrometheusApi
 from actions.sources.prometheus.history import AdviceHistorySource
+from actions.store.advice_hours import AdviceHourStore
 from tests.support.advice_fleet import (
     ADVISE_AT,
     CONSUMER_SCRAPE,
@@ -180,3 +185,24 @@ def test_the_container_query_is_asked_only_for_pods_of_several_gpu_containers():
                                           ADVISE_AT)
     groups = consumer_pods(snapshot, Policy(), TeamDirectory([]))
     assert multi_container_pods(groups) == [("vision", POD)]
+
+
+def test_advice_from_the_ledger_judges_each_container_as_prometheus_does(result, history, store):
+    """The same week rolled up hour by hour into the ledger (hours before the series began written
+    empty, as the rollup writes them): the same per-container figures and the same advice."""
+    live, table, policy = PrometheusAdviceHours(history.api), AdviceHourStore(store), AdvicePolicy()
+    for h in hours_between(ADVISE_AT - timedelta(seconds=policy.commitment_window_seconds), ADVISE_AT):
+        end = h + timedelta(hours=1)
+        hour = live.fetch(h, end, policy) if end > WEEK_START else AdviceHour(h, end, policy.busy_engine_pct, None, None)
+        assert table.write_hour("default", hour, ADVISE_AT)
+    source = LedgerHistorySource(table, "default", live=live)
+    teams = TeamDirectory([Team(name="vision", namespaces=["vision"], approvers=["U0LEAD"])])
+    ledger = gather_advice(snapshot_from_kubectl_dump(cluster(), ADVISE_AT), source, PriceBook(PriceCatalog.bundled()),
+                           Policy(), policy, teams, ADVISE_AT)
+    assert source.last_read[0] == "ledger"
+    [u] = ledger.usages
+    assert u.containers == (("trainer", 4, 1.0), ("indexer", 1, 1.0)) == result.usages[0].containers
+    # The mean power is summed hour by hour here, in one pass in Prometheus: the last digits differ.
+    assert u.mean_power_w == pytest.approx(result.usages[0].mean_power_w, rel=1e-12)
+    assert replace(u, mean_power_w=None) == replace(result.usages[0], mean_power_w=None)
+    assert ledger.recommendations == result.recommendations
