@@ -3,7 +3,8 @@ cluster, each sample labelled with its ``cluster``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 
 
 def with_clusters(text: str, clusters: Mapping[str, Callable[[str], bool]]) -> str:
@@ -26,6 +27,31 @@ def with_clusters(text: str, clusters: Mapping[str, Callable[[str], bool]]) -> s
         for name, keep in clusters.items():
             out += [s.replace("{", f'{{cluster="{name}",', 1) for s in samples if keep(s)]
     return "\n".join(out + ["# EOF"]) + "\n"
+
+
+def with_clusters_file(src: Path, dst: Path, clusters: Iterable[str]) -> None:
+    """:func:`with_clusters` from file to file, for text too large to hold twice: the
+    OpenMetrics text of ``src`` written to ``dst`` once per cluster of ``clusters``, every sample
+    labelled with its ``cluster``, families kept contiguous."""
+    groups: list[tuple[list[str], list[str]]] = []
+    names = list(clusters)
+    with src.open() as f:
+        for line in f:
+            if line.startswith("# EOF"):
+                continue
+            if line.startswith("#"):
+                if not groups or groups[-1][1]:
+                    groups.append(([], []))
+                groups[-1][0].append(line)
+            else:
+                groups[-1][1].append(line)
+    with dst.open("w", buffering=1 << 22) as out:
+        for header, samples in groups:
+            out.writelines(header)
+            for name in names:
+                prefix = f'{{cluster="{name}",'
+                out.writelines(s.replace("{", prefix, 1) for s in samples)
+        out.write("# EOF\n")
 
 
 # West runs only research's notebook (720 GPU-hours, $4,953.60) and vision's A100 job (312 GPU-hours

@@ -277,7 +277,7 @@ class FakeKubeApi:
         self._injected: list[_Injected] = []
         self._denials: list[_Denial] = []
         self._stalls: list[list] = []  # [method, path, seconds, times left, times, dry runs only]
-        self._list_cache: tuple[tuple, list] = ((), [])
+        self._list_cache: tuple[tuple, list, list] = ((), [], [])
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         for obj in objects:
@@ -724,8 +724,8 @@ class FakeKubeApi:
                 key=lambda t: (t[0], t[1]),
             )
             selected = [t for t in selected if _field_selector_matches(query.get("fieldSelector", ""), t[2])]
-            self._list_cache = (cache_key, selected)
-        selected = self._list_cache[1]
+            self._list_cache = (cache_key, selected, [(t[0], t[1]) for t in selected])
+        _, selected, keys = self._list_cache
         if "labelSelector" in query and query["labelSelector"]:
             raise ApiError(400, "BadRequest", "labelSelector is not supported by this fake")
         if query.get("continue"):
@@ -733,7 +733,7 @@ class FakeKubeApi:
                 after = tuple(json.loads(base64.urlsafe_b64decode(query["continue"]))["after"])
             except (ValueError, KeyError, TypeError):
                 raise ApiError(400, "BadRequest", "continue key is not valid") from None
-            selected = selected[bisect.bisect_right([(t[0], t[1]) for t in selected], after):]
+            selected = selected[bisect.bisect_right(keys, after):]
         limit = int(query.get("limit") or 0)
         page, more = (selected[:limit], len(selected) > limit) if limit > 0 else (selected, False)
         items = []
