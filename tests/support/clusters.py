@@ -7,13 +7,11 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 
-def with_clusters(text: str, clusters: Mapping[str, Callable[[str], bool]]) -> str:
-    """The OpenMetrics ``text`` once per cluster: every sample it keeps (``keep(line)``) gains
-    ``cluster="<name>"``, as a Thanos/Mimir query endpoint shows each Prometheus's external label.
-    Families keep their headers; each cluster's series follow one another inside a family."""
+def _families(lines: Iterable[str]) -> list[tuple[list[str], list[str]]]:
+    """OpenMetrics ``lines`` as (header lines, sample lines) per metric family, ``# EOF`` left out."""
     groups: list[tuple[list[str], list[str]]] = []
-    for line in text.splitlines():
-        if line == "# EOF":
+    for line in lines:
+        if line.startswith("# EOF"):
             continue
         if line.startswith("#"):
             if not groups or groups[-1][1]:
@@ -21,8 +19,15 @@ def with_clusters(text: str, clusters: Mapping[str, Callable[[str], bool]]) -> s
             groups[-1][0].append(line)
         else:
             groups[-1][1].append(line)
+    return groups
+
+
+def with_clusters(text: str, clusters: Mapping[str, Callable[[str], bool]]) -> str:
+    """The OpenMetrics ``text`` once per cluster: every sample it keeps (``keep(line)``) gains
+    ``cluster="<name>"``, as a Thanos/Mimir query endpoint shows each Prometheus's external label.
+    Families keep their headers; each cluster's series follow one another inside a family."""
     out: list[str] = []
-    for header, samples in groups:
+    for header, samples in _families(text.splitlines()):
         out += header
         for name, keep in clusters.items():
             out += [s.replace("{", f'{{cluster="{name}",', 1) for s in samples if keep(s)]
@@ -33,18 +38,9 @@ def with_clusters_file(src: Path, dst: Path, clusters: Iterable[str]) -> None:
     """:func:`with_clusters` from file to file, for text too large to hold twice: the
     OpenMetrics text of ``src`` written to ``dst`` once per cluster of ``clusters``, every sample
     labelled with its ``cluster``, families kept contiguous."""
-    groups: list[tuple[list[str], list[str]]] = []
     names = list(clusters)
     with src.open() as f:
-        for line in f:
-            if line.startswith("# EOF"):
-                continue
-            if line.startswith("#"):
-                if not groups or groups[-1][1]:
-                    groups.append(([], []))
-                groups[-1][0].append(line)
-            else:
-                groups[-1][1].append(line)
+        groups = _families(f)
     with dst.open("w", buffering=1 << 22) as out:
         for header, samples in groups:
             out.writelines(header)
