@@ -171,6 +171,7 @@ class AdviceTally:
     def history(self, at: datetime, busy_quantile: float, baseline_quantile: float, window_seconds: float,
                 commitment_window_seconds: float) -> AdviceHistory:
         """The history the tally adds up to (quantiles ratios 0-1)."""
+        asked = set(self.container_pods)
         return AdviceHistory(
             at, window_seconds, commitment_window_seconds, self._pod_history(busy_quantile),
             self._consumer_busy(busy_quantile),
@@ -179,7 +180,7 @@ class AdviceTally:
                   for (team, model), marks in sorted(self.team_marks.items()) if marks),
             tuple(ReservedHistory(model, float(self.last_mark.get(model, (at, 0))[1]), idle / gpus)
                   for model, (gpus, idle) in sorted(self.reserved.items()) if gpus),
-            {k: q for k, c in self.containers.items() if k[:2] in set(self.container_pods)
+            {k: q for k, c in self.containers.items() if k[:2] in asked
              and (q := quantile(busy_quantile, c)) is not None},
         )
 

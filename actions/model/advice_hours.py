@@ -37,11 +37,6 @@ def encode_steps(values: Sequence[int | None]) -> str:
     return "".join(out)
 
 
-def decode_steps(text: str) -> list[int | None]:
-    """The inverse of :func:`encode_steps`."""
-    return [None if c == ABSENT else ord(c) - _ZERO for c in text]
-
-
 def step_value(c: str) -> int:
     """One encoded step's count (not :data:`ABSENT`)."""
     return ord(c) - _ZERO
@@ -118,9 +113,4 @@ class AdviceHour:
     pods: tuple[PodHour, ...] = ()
     namespaces: tuple[NamespaceMark, ...] = ()
     nodes: tuple[NodeMark, ...] = ()
-
-    @property
-    def steps(self) -> list[datetime]:
-        """The piece's steps (:func:`steps_in`)."""
-        return steps_in(self.start, self.end)
 
