@@ -35,10 +35,10 @@ def _pieces(start: datetime, end: datetime, lacking: Sequence[datetime]) -> list
     head = min(ceil_hour(start), end)
     if start < head:
         out.append((start, head))
-    tail = max(floor_hour(end), start)
-    if tail < end and (tail, end) not in out and tail >= head:
+    tail = max(floor_hour(end), head)
+    if tail < end:
         out.append((tail, end))
-    return sorted(set(out))
+    return sorted(out)
 
 
 class LedgerHistorySource:
