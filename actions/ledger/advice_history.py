@@ -21,7 +21,7 @@ from actions.ledger.advice_tally import AdviceTally
 from actions.ledger.plan import ranges
 from actions.model.advice_hours import AdviceHour
 from actions.model.history import AdviceHistory
-from actions.model.times import ceil_hour, floor_hour, hours_between
+from actions.model.times import HOUR, ceil_hour, floor_hour, hours_between
 from actions.policy.advice import AdvicePolicy
 from actions.ports import AdviceHourSource, AdviceHourTable, HistorySource
 
@@ -31,7 +31,7 @@ MAX_LIVE_HOURS = 6  # whole hours read live one by one before a round reads Prom
 def _pieces(start: datetime, end: datetime, lacking: Sequence[datetime]) -> list[tuple[datetime, datetime]]:
     """The pieces of ``(start, end]`` outside the held whole hours: the partial hours at either end
     and each of the ``lacking`` hours."""
-    out = [(h, h + timedelta(hours=1)) for h in lacking]
+    out = [(h, h + HOUR) for h in lacking]
     head = min(ceil_hour(start), end)
     if start < head:
         out.append((start, head))

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Sequence
 
+from actions.model.times import floor_hour
+
 STEP_SECONDS = 300
 ABSENT = "."  # a step at which the pod had no activity sample
 _ZERO = ord("0")
@@ -53,7 +55,7 @@ def steps_in(start: datetime, end: datetime) -> list[datetime]:
 
 def mark_in(start: datetime, end: datetime) -> datetime | None:
     """The hour boundary in ``(start, end]``, or None."""
-    mark = end.replace(minute=0, second=0, microsecond=0)
+    mark = floor_hour(end)
     return mark if mark > start else None
 
 

@@ -22,12 +22,11 @@ from typing import Iterable, Sequence
 import sqlalchemy as sa
 
 from actions.ledger.advice_tally import AdviceTally
-from actions.model.advice_hours import AdviceHour
+from actions.model.advice_hours import STEP_SECONDS, AdviceHour
+from actions.model.times import HOUR, floor_hour
 from actions.store.database import Store
 from actions.store.ledger import BATCH_ROWS, _insert
 from actions.store.schema import UTCDateTime, metadata
-
-_HOUR = timedelta(hours=1)
 
 
 def _key() -> list[sa.Column]:
@@ -104,7 +103,7 @@ class AdviceHourStore:
         """Write the whole hour ``hour`` (``(h, h + 1h]``); False (nothing written) when it was
         written before. Raises ValueError for another piece."""
         start = hour.start
-        if hour.end - start != _HOUR or start != start.replace(minute=0, second=0, microsecond=0):
+        if hour.end - start != HOUR or start != floor_hour(start):
             raise ValueError(f"the ledger keeps whole hours, got {start.isoformat()} to {hour.end.isoformat()}")
         claim = (
             _insert(self.engine, advice_hour_filled)
@@ -157,7 +156,7 @@ class AdviceHourStore:
                 tally.add_pod(ns, pod, model or "", fb, peaks, int(steps or 0), float(power), int(marks), busy or "")
             stepped = sorted({(ns, p) for ns, pods in tally.consumers.values() for p in pods})
             for ns, pod, hour, busy in self._picked(connection, t.c.busy, cluster, ranges, stepped):
-                tally.add_steps(ns, pod, hour + timedelta(minutes=5), busy)
+                tally.add_steps(ns, pod, hour + timedelta(seconds=STEP_SECONDS), busy)
             for ns, pod, _, text in self._picked(connection, t.c.containers, cluster, ranges, tally.container_pods):
                 for pair in (text or "").split(_PAIR):
                     if pair:
@@ -189,7 +188,7 @@ class AdviceHourStore:
             *_where(t, cluster, ranges), t.c.namespace.in_(sorted({ns for v in tally.teams.values() for ns in v})))
         with self.engine.connect() as connection:
             for hour, ns, model, gpus in connection.execute(teams):
-                tally.add_namespace_mark(hour + _HOUR, ns, model, gpus)
+                tally.add_namespace_mark(hour + HOUR, ns, model, gpus)
             if not tally.reserved_nodes:
                 return
             reserved = sa.select(n.c.hour, n.c.model_name, sa.func.sum(n.c.gpus), sa.func.sum(n.c.idle)).where(
@@ -197,7 +196,7 @@ class AdviceHourStore:
             ).group_by(n.c.hour, n.c.model_name)
             for hour, model, gpus, idle in connection.execute(reserved):
                 tally.add_reserved(model, int(gpus), int(idle))
-                tally.add_last_mark(model, hour + _HOUR, int(gpus))
+                tally.add_last_mark(model, hour + HOUR, int(gpus))
 
     def drop_before(self, cutoff: datetime) -> int:
         """Delete every cluster's advice facts older than ``cutoff``; the pod rows deleted."""
