@@ -155,9 +155,10 @@ class DigestsJob:
     say each cluster's share and name those whose report failed; ``chart(report)`` draws a TeamReport or CostReport
     as PNG bytes. Claims are recorded in ``store`` as ``holder`` (this replica's identity).
     ``unreachable()`` gives the clusters the last sweep could not read (cluster -> why), named in
-    every digest (:attr:`bot.runtime.runtime.Runtime.unreachable`). ``advice(at, team)``
-    (:meth:`bot.runtime.runtime.Runtime.advice`; None: no advice) adds a
-    "could save" section: the top three recommendations and their total."""
+    every digest (:attr:`bot.runtime.runtime.Runtime.unreachable`). ``advice(at, None)``
+    (:meth:`bot.runtime.runtime.Runtime.advice`; None: no advice), called once per period end,
+    adds a "could save" section: the top three recommendations (a team's own in its digest) and
+    their total."""
 
     store: Store
     chat: Chat
@@ -169,16 +170,26 @@ class DigestsJob:
     unreachable: Callable[[], Mapping[str, str]] = dict
     advice: AdviceFn | None = None
 
-    def _could_save(self, d: DueDigest, message: Message) -> Message:
-        """``message`` with the "could save" section, or as it was when there is no advice or it
-        cannot be computed (the digest goes out without it)."""
+    def _advice(self, at: datetime, advised: dict[datetime, AdviceResult | None]) -> AdviceResult | None:
+        """Every team's advice at ``at``, computed once per run (``advised`` holds it): one round
+        serves all the digests of a period, each taking its team's part. None when there is no
+        advice or it cannot be computed (the digests go out without it)."""
         if self.advice is None:
+            return None
+        if at not in advised:
+            try:
+                advised[at] = self.advice(at, None)
+            except Exception:  # noqa: BLE001 - a digest without advice beats no digest
+                log.exception("advice at %s for digests failed; they are sent without it", at.isoformat())
+                advised[at] = None
+        return advised[at]
+
+    def _could_save(self, d: DueDigest, message: Message, advice: AdviceResult | None) -> Message:
+        """``message`` with the "could save" section from ``advice`` (every team's; ``d``'s team's
+        part of it for a team digest), or as it was without advice."""
+        if advice is None:
             return message
-        try:
-            result = self.advice(d.period_end, d.team)
-        except Exception:  # noqa: BLE001 - a digest without advice beats no digest
-            log.exception("advice for digest %s failed; sent without it", d.job_id)
-            return message
+        result = advice if d.team is None else advice.for_team(d.team)
         # Advice a team snoozed or exempted from a right-sizing request is not advised here either.
         quiet = silenced(result.recommendations, self.store.list_requests(states=["snoozed", "exempt"]), d.period_end)
         recs = [r for r in result.recommendations if r.key not in quiet]
@@ -205,6 +216,7 @@ class DigestsJob:
         days = self.settings.costs.digest_period_days
         results: list[DigestResult] = []
         computed: dict[tuple[datetime, datetime], CostReport | FleetReport | Exception] = {}
+        advised: dict[datetime, AdviceResult | None] = {}
         for d in due_digests(self.settings, now):
             if self._claimed(d):
                 results.append(DigestResult(d, "claimed-elsewhere"))
@@ -225,7 +237,7 @@ class DigestsJob:
                 results.append(DigestResult(d, "claimed-elsewhere"))
                 continue
             try:
-                self._send(d, report, days)
+                self._send(d, report, days, self._advice(d.period_end, advised))
             except Exception as e:  # noqa: BLE001 - recorded; the other digests still go out
                 log.exception("digest %s at %s failed", d.job_id, d.scheduled_at.isoformat())
                 detail = f"{type(e).__name__}: {e}"
@@ -243,7 +255,7 @@ class DigestsJob:
         """The scheduler's check for ``scheduled_at``: :meth:`run` at that time."""
         self.run(scheduled_at)
 
-    def _send(self, d: DueDigest, report: CostReport | FleetReport, days: int) -> None:
+    def _send(self, d: DueDigest, report: CostReport | FleetReport, days: int, advice: AdviceResult | None) -> None:
         fleet = report if isinstance(report, FleetReport) else None
         if fleet is not None:
             # A fleet of one is that cluster's own report (its notes not prefixed with its name).
@@ -262,7 +274,7 @@ class DigestsJob:
             # Slack takes 50 blocks: room for the notes and the "could save" section.
             kept = message.blocks[: 49 - len(notes)]
             message = Message(text=message.text, blocks=[*kept, *notes], metadata=message.metadata)
-        self.chat.post(d.channel, self._could_save(d, message))
+        self.chat.post(d.channel, self._could_save(d, message, advice))
         if has_use:
             self.chat.upload_file(
                 d.channel,

@@ -303,6 +303,55 @@ def test_the_weekly_digest_gains_a_could_save_section_with_the_top_three_and_the
     assert "steady" not in text
 
 
+def test_one_advice_round_serves_every_team_s_digest_each_with_only_its_own(advice_prometheus, store):
+    import io
+
+    from actions.cost.report import CostReport, TeamReport
+    from bot.chat.console import ConsoleChat
+    from bot.jobs.digests import DigestsJob
+    from bot.settings.model import Settings
+
+    settings = Settings.model_validate({
+        "teams": [{"name": t, "namespaces": [t], "channel": f"C0{t.upper()}"} for t in ("research", "serving", "steady")],
+        "costs": {"digest_cron": "30 0 * * mon"},
+    })
+    rt = _runtime(advice_prometheus)
+    asked = []
+
+    def advice(at, team):
+        asked.append((at, team))
+        return rt.advice(at, team)
+
+    def reports(start, end):
+        return CostReport(start, end, {t: TeamReport(t, start, end, 0.0, 0.0, 0.0, 0.0, None, None)
+                                       for t in ("research", "serving", "steady")})
+
+    out = io.StringIO()
+    job = DigestsJob(store, ConsoleChat(out, clock=lambda: ADVISE_AT), settings, reports, "test", clock=lambda: ADVISE_AT,
+                     advice=advice)
+    assert [r.outcome for r in job.run(ADVISE_AT)] == ["sent"] * 3
+    # Three digests, one round of advice (at 10,000 GPUs a round is seconds of CPU).
+    assert asked == [(ADVISE_AT, None)]
+    posts = dict(_console_posts(out.getvalue()))
+    # research's part is what a round of research alone gives: the same total and top three.
+    assert "Could save $59,439.77/month" in posts["C0RESEARCH"]
+    assert "research/sweep" in posts["C0RESEARCH"]
+    assert all("research/" not in posts[c] for c in ("C0SERVING", "C0STEADY"))
+    expected = rt.advice(ADVISE_AT, "serving")
+    if expected.recommendations:
+        assert f"Could save ${expected.could_save_usd_per_month:,.2f}/month" in posts["C0SERVING"]
+    else:
+        assert "Could save" not in posts["C0SERVING"]
+
+
+def _console_posts(text: str) -> list[tuple[str, str]]:
+    """(channel, text) of each post ConsoleChat wrote, in order."""
+    import re
+
+    parts = re.split(r"^── new message in (\S+) at .*$", text, flags=re.M)
+    return list(zip(parts[1::2], parts[2::2]))
+
+
 def test_the_digest_leaves_out_advice_a_team_exempted(advice_prometheus, store):
     import io
     from datetime import timedelta
