@@ -6,7 +6,7 @@ Each figure is the per-hour part of a query of :mod:`actions.sources.prometheus.
 same label handling: the peaks over ``(start, end]``; at each 5-minute step, in one range query,
 the GPU series with an activity sample and the busy ones per container (a pod's are its
 containers' summed); at the piece's hour mark the hourly mean power per pod, the whole GPUs per
-namespace and each node's GPUs and idle ones. At most seven queries a piece, however many GPUs.
+namespace and each node's GPUs and idle ones. At most six queries a piece, however many GPUs.
 """
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ from actions.sources.prometheus.history import (
 from actions.sources.prometheus.promql import number, open_window, pod_labels
 from actions.sources.prometheus.usage import first_hour_with
 
-# Each GPU series adds this plus 1 when busy, 0 when not: one evaluation of the activity at a step
-# gives both the series present (the quotient) and the busy ones (the remainder), for as long as a
-# container has fewer GPU series than this.
+# Each GPU series adds this plus 1 when busy (idle, at the node marks), 0 when not: one evaluation
+# of the activity gives both the series present (the quotient) and the busy or idle ones (the
+# remainder), for as long as a container or a node has fewer GPU series than this.
 _PRESENT = 1000
 
 
@@ -56,13 +56,12 @@ def step_query(policy: AdvicePolicy) -> str:
 
 def mark_queries(policy: AdvicePolicy) -> dict[str, str]:
     """The PromQL evaluated at the hour mark: ``power`` (the hour's mean per GPU, the highest per
-    pod), ``namespaces`` and per node ``gpus`` and ``idle``. Pure."""
-    per_gpu = node_gpus()
+    pod), ``namespaces`` and per node ``nodes``: :data:`_PRESENT` x its GPUs + the idle ones
+    (at most ``busy_engine_pct``). Pure."""
     return {
         "power": peak_queries(open_window(3600))["mean_power"],
         "namespaces": namespace_gpus(),
-        "gpus": f"count by (Hostname, modelName) ({per_gpu})",
-        "idle": f"sum by (Hostname, modelName) ({per_gpu} <= bool {number(policy.busy_engine_pct)})",
+        "nodes": f"sum by (Hostname, modelName) (({node_gpus()} <= bool {number(policy.busy_engine_pct)}) + {_PRESENT})",
     }
 
 
@@ -104,7 +103,7 @@ class PrometheusAdviceHours:
             return AdviceHour(
                 start, end, policy.busy_engine_pct, steps[0] if steps else None, mark,
                 _pods(peaks, stepped, marked.get("power", []), steps),
-                _namespaces(marked.get("namespaces", [])), _nodes(marked.get("gpus", []), marked.get("idle", [])),
+                _namespaces(marked.get("namespaces", [])), _nodes(marked.get("nodes", [])),
             )
         except (KeyError, ValueError, TypeError, IndexError) as e:
             raise TelemetryError(f"Prometheus at {self.api.url} returned a malformed result: {e}") from e
@@ -161,10 +160,12 @@ def _namespaces(rows: list) -> tuple[NamespaceMark, ...]:
     return tuple(NamespaceMark(ns, model, n) for (ns, model), n in sorted(found.items()))
 
 
-def _nodes(gpus: list, idle: list) -> tuple[NodeMark, ...]:
+def _nodes(rows: list) -> tuple[NodeMark, ...]:
     counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
-    for i, rows in enumerate((gpus, idle)):
-        for row in rows:
-            m = row["metric"]
-            counts[(m.get("Hostname", ""), m.get("modelName", ""))][i] += _count(row["value"][1], "a GPU count")
+    for row in rows:
+        m = row["metric"]
+        gpus, idle = divmod(_count(row["value"][1], "a GPU count"), _PRESENT)
+        acc = counts[(m.get("Hostname", ""), m.get("modelName", ""))]
+        acc[0] += gpus
+        acc[1] += idle
     return tuple(NodeMark(node, model, n, k) for (node, model), (n, k) in sorted(counts.items()))
