@@ -13,6 +13,7 @@ from datetime import datetime
 
 from actions.detect.gate import gate_all
 from actions.detect.idle import TelemetrySet, detect_idle
+from actions.detect.owners import OwnerIndex
 from actions.detect.unrequested import unrequested_gpus
 from actions.energy.settings import EnergyFactors
 from actions.model.findings import Finding
@@ -97,7 +98,9 @@ def detect(
     reported with why), with :func:`telemetry_warnings` and the policy overrides that were
     ignored. Pure."""
     book = policy if isinstance(policy, PolicyBook) else PolicyBook(policy, teams, snapshot.namespace_annotations)
-    findings = detect_idle(snapshot, telemetry, prices, book, teams, now)
+    # One owner index for the detector and the gate: at 10,000 GPUs it is tens of thousands of entries.
+    index = OwnerIndex(snapshot)
+    findings = detect_idle(snapshot, telemetry, prices, book, teams, now, index)
     snapshots = [telemetry] if isinstance(telemetry, TelemetrySnapshot) else list(telemetry.values())
     # The global policy's window answers for nodes: a node belongs to no team.
     base = (telemetry.get(book.base.telemetry_key()) if not isinstance(telemetry, TelemetrySnapshot) else telemetry) or (
@@ -106,7 +109,7 @@ def detect(
     if base is not None:
         findings += unrequested_gpus(snapshot, base, prices, book.base, now)
     # Every action passes the one gate before it is offered (actions.detect.gate).
-    findings = gate_all(findings, snapshot, book, now)
+    findings = gate_all(findings, snapshot, book, now, index)
     findings.sort(key=lambda f: (-f.usd_per_hour, f.key))
     warnings: list[str] = list(telemetry_warnings(snapshot, base)) if base is not None else []
     return Detection(findings, tuple(dict.fromkeys([*warnings, *book.warnings])))

@@ -188,8 +188,9 @@ def policy_for(book: PolicyBook, finding: Finding) -> Policy:
     return book.for_namespace(ns) if ns else book.base
 
 
-def gate_all(findings: Iterable[Finding], snapshot: ClusterSnapshot, book: PolicyBook, now: datetime) -> list[Finding]:
-    """:func:`gated` over ``findings`` with one owner index."""
-    index = OwnerIndex(snapshot)
+def gate_all(findings: Iterable[Finding], snapshot: ClusterSnapshot, book: PolicyBook, now: datetime,
+             index: OwnerIndex | None = None) -> list[Finding]:
+    """:func:`gated` over ``findings`` with one owner index (``index``, or one built here)."""
+    index = index or OwnerIndex(snapshot)
     return [gated(f, snapshot, book, now, index) for f in findings]
 

@@ -168,9 +168,11 @@ def detect_idle(
     policy: Policy | PolicyBook,
     teams: TeamDirectory,
     now: datetime,
+    index: OwnerIndex | None = None,
 ) -> list[Finding]:
     """Find the consumers (:mod:`actions.detect.consumers`) whose every GPU was idle for the whole
-    window of the policy in force in their namespace.
+    window of the policy in force in their namespace (``index``: the snapshot's, when the caller
+    has built it).
 
     ``policy`` is one Policy for every namespace, or a :class:`~actions.policy.namespaces.PolicyBook`
     (per team and namespace); a plain Policy is combined with the teams' overrides and the
@@ -184,7 +186,7 @@ def detect_idle(
     """
     book = _as_book(policy, teams, snapshot)
     snapshot_for = _lookup(telemetry)
-    index = OwnerIndex(snapshot)
+    index = index or OwnerIndex(snapshot)
     by_pod_cache: dict[tuple, dict[tuple[str, str], list[GpuTelemetry]]] = {}
 
     def gpus_of(p: Policy, namespace: str, pod: str) -> list[GpuTelemetry] | None:
