@@ -24,9 +24,9 @@ from actions.ports import ClusterReader, ClusterWriter, TelemetrySource
 from actions.pricing.book import PriceBook
 from actions.text import one_line
 
-# Clusters read at once by a sweep: each waits on its API server and Prometheus, not on the CPU.
 log = logging.getLogger(__name__)
 
+# Clusters read at once by a sweep: each waits on its API server and Prometheus, not on the CPU.
 MAX_PARALLEL_CLUSTERS = 8
 
 
