@@ -36,7 +36,7 @@ def hostile_bot(tmp_path, sqlite_url, slack, kube, url: str) -> BotProcess:
 
 
 def test_a_dripping_prometheus_costs_a_command_its_timeout_and_no_password_shows(tmp_path, sqlite_url, slack, kube):
-    with upstream(drip) as (url, _), hostile_bot(tmp_path, sqlite_url, slack, kube, url).start() as bot:
+    with upstream(drip) as (url, _), hostile_bot(tmp_path, sqlite_url, slack, kube, url) as bot:
         started = time.monotonic()
         assert bot.command("cost", "drip")[0] == 200
         (answer,) = bot.answers("drip", timeout=60)
@@ -50,7 +50,7 @@ def test_a_dripping_prometheus_costs_a_command_its_timeout_and_no_password_shows
 
 def test_a_500_mib_answer_is_refused_under_the_pods_memory_limit(tmp_path, sqlite_url, slack, kube):
     with upstream(flood(declared=False, mib=500)) as (url, sent), \
-            hostile_bot(tmp_path, sqlite_url, slack, kube, url).start() as bot:
+            hostile_bot(tmp_path, sqlite_url, slack, kube, url) as bot:
         assert bot.command("cost", "flood")[0] == 200
         (answer,) = bot.answers("flood", timeout=120)
         assert "with more than the bot reads" in answer["text"], answer["text"]
