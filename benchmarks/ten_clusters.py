@@ -20,7 +20,8 @@
 3. The ledger on PostgreSQL at --gpus over ten clusters for --days (30): benchmarks/ledger_report.py's
    synthetic ledger of one cluster, its daily rows and filled hours copied under nine more names by
    the database (its hourly rows too with --hourly: a report of whole days reads the daily ones),
-   then a 30-day report of all clusters (``build_fleet_report``) and of one, wall and bot CPU.
+   then a 30-day report of all clusters (``build_fleet_report``: the clusters' reports side by side),
+   the same ten reports made one after another, and one cluster's, wall and bot CPU.
 
 Needs ``prometheus`` and ``promtool`` and PostgreSQL as benchmarks/ledger_report.py. Run from the
 repository root:
@@ -354,6 +355,7 @@ def rollup_curve(sizes: list[int], prometheus: str, promtool: str, cache: Path, 
 def ledger(gpus: int, days: int, repeat: int, hourly: bool) -> None:
     import sqlalchemy as sa
 
+    from actions.cost.fleet import fleet_report
     from actions.cost.periods import parse_period
     from actions.cost.reporting import CostSetup, build_fleet_report, build_report
     from actions.ledger.rollup import LedgerUsage
@@ -391,9 +393,16 @@ def ledger(gpus: int, days: int, repeat: int, hourly: bool) -> None:
             return CostSetup(LedgerUsage(LedgerStore(store), None, cluster=name, team_label="team", source="ledger"))
 
         clusters = [CLUSTER, *others]
+
+        def one_after_another():
+            # What build_fleet_report did before it made the clusters' reports side by side.
+            made = {n: build_report(setup(n), prices(), TEAMS, Policy(), start, end, None) for n in clusters}
+            return fleet_report(made, {}, start, end).fleet
+
         for label, make in (
             ("all ten clusters (fleet report)", lambda: build_fleet_report(
                 [(n, setup(n), None) for n in clusters], prices(), TEAMS, Policy(), start, end).fleet),
+            ("all ten clusters, one after another", one_after_another),
             ("one cluster", lambda: build_report(setup(CLUSTER), prices(), TEAMS, Policy(), start, end, None)),
         ):
             walls, cpus = [], []

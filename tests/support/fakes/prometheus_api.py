@@ -2,7 +2,8 @@
 ``delay_seconds``, as a Prometheus scanning weeks of a large fleet's history would take.
 
 ``/api/v1/query`` answers an empty vector, ``/api/v1/query_range`` an empty matrix, each as
-Prometheus's JSON envelope; ``queries`` records each PromQL expression received. The real
+Prometheus's JSON envelope; ``queries`` records each PromQL expression received and
+``max_in_flight`` the most requests it held at once (several clients asking side by side). The real
 ``prometheus_api_client`` is pointed at :attr:`FakePrometheus.url`.
 """
 
@@ -22,6 +23,8 @@ class FakePrometheus:
     def __init__(self, delay_seconds: float = 0.0):
         self.delay_seconds = delay_seconds
         self.queries: list[str] = []
+        self.max_in_flight = 0
+        self._in_flight = 0
         self._lock = threading.Lock()
         fake = self
 
@@ -34,7 +37,11 @@ class FakePrometheus:
                 params = {**parse_qs(url.query), **parse_qs(body.decode("utf-8", "replace"))}
                 with fake._lock:
                     fake.queries.append((params.get("query") or [""])[0])
+                    fake._in_flight += 1
+                    fake.max_in_flight = max(fake.max_in_flight, fake._in_flight)
                 time.sleep(fake.delay_seconds)
+                with fake._lock:
+                    fake._in_flight -= 1
                 kind = "matrix" if url.path.endswith("/query_range") else "vector"
                 if not url.path.startswith("/api/v1/query"):
                     self.send_error(404)
