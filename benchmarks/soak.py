@@ -21,7 +21,8 @@ runs through the scheduler's own ``run_scheduled`` (claimed in ``job_run``, its 
 After every round the resident set (VmRSS, no tracemalloc) and Python's allocated blocks are
 read; every --every rounds a row is printed, and at the end the verdict: the last round's RSS
 against round --every's, within 10% or not. ``--tracemalloc`` (a diagnostic run: slower, more
-memory) prints what grew between round --every and the last.
+memory) prints what grew between round --every and the last, by allocation site and, among the
+objects the garbage collector tracks, by type (what holds it).
 
 Run from the repository root:
 
@@ -43,6 +44,7 @@ import tempfile
 import time
 import tracemalloc
 import urllib.request
+from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
@@ -186,6 +188,12 @@ def caught_up(caches, version: int, timeout: float = 60) -> float:
     raise TimeoutError(f"the watch caches did not reach resourceVersion {version} in {timeout} s")
 
 
+def _live_types() -> Counter:
+    """How many objects of each type the garbage collector tracks (containers and instances; not
+    strings or numbers)."""
+    return Counter(f"{type(o).__module__}.{type(o).__qualname__}" for o in gc.get_objects())
+
+
 def soak(args, churn: Churn, settings_path: Path, kube, slack, prom: str) -> None:
     os.environ["SLACK_BOT_TOKEN"] = TOKEN
     import bot.cli.main  # noqa: F401 - the CLI's own imports, as `run` pays them
@@ -226,7 +234,7 @@ def soak(args, churn: Churn, settings_path: Path, kube, slack, prom: str) -> Non
     caught_up(caches, 0, timeout=600)
     print(f"{'round':>5} {'clock (UTC)':>16} {'RSS MB':>7} {'peak MB':>7} {'blocks K':>8} {'s/round':>7}"
           f" {'fake MB':>7} {'prom MB':>7}  ledger hours, digests, failed runs", flush=True)
-    curve, base, last_print, snap = [], None, time.monotonic(), None
+    curve, base, last_print, snap, kinds = [], None, time.monotonic(), None, Counter()
     spent: dict[str, float] = {}
 
     def lap(name: str, since: float) -> float:
@@ -259,6 +267,7 @@ def soak(args, churn: Churn, settings_path: Path, kube, slack, prom: str) -> Non
             if args.tracemalloc:
                 gc.collect()
                 snap = tracemalloc.take_snapshot()
+                kinds = _live_types()
         if r % args.every == 0 or r == args.rounds:
             slack.send("stats")
             calls, slack_mb = slack.recv()
@@ -288,6 +297,10 @@ def soak(args, churn: Churn, settings_path: Path, kube, slack, prom: str) -> Non
             print(f"{stat.size_diff / 1024:+10.1f} KiB {stat.count_diff:+8d} blocks")
             for line in stat.traceback.format()[-8:]:
                 print("    " + line)
+        # Where the allocation sites say what grew, the live objects by type say what holds it.
+        grown = (_live_types() - kinds).most_common(args.top)
+        print("\nlive objects the collector tracks, by type, more than at round "
+              f"{args.every}: " + ", ".join(f"{name} +{n}" for name, n in grown))
 
 
 def main() -> None:
