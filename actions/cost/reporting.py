@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Callable, Mapping, Sequence
@@ -24,6 +23,7 @@ from actions.policy.rules import Policy
 from actions.policy.teams import TeamDirectory
 from actions.ports import UsageSource
 from actions.pricing.book import PriceBook
+from actions.side_by_side import side_by_side
 from actions.text import one_line
 
 log = logging.getLogger(__name__)
@@ -110,22 +110,16 @@ def build_fleet_report(
     error when no report could be made, ValueError for no clusters."""
     if not clusters:
         raise ValueError("a fleet report needs at least one cluster")
-
-    def one(cluster: tuple[str, CostSetup, NodeReader | None]) -> CostReport | Exception:
-        name, setup, api_nodes = cluster
-        try:
-            return build_report(setup, prices, teams, policy, start, end, api_nodes)
-        except Exception as e:  # noqa: BLE001 - one cluster's Prometheus must not hide the others
-            log.warning("cost report of cluster %s failed: %s", name, e)
-            return e
-
-    if len(clusters) == 1:
-        made = [one(clusters[0])]
-    else:
-        with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_REPORTS, len(clusters)), thread_name_prefix="report") as pool:
-            made = list(pool.map(one, clusters))
-    reports = {name: r for (name, _, _), r in zip(clusters, made) if isinstance(r, CostReport)}
-    failed = {name: r for (name, _, _), r in zip(clusters, made) if isinstance(r, Exception)}
+    made = side_by_side(lambda c: build_report(c[1], prices, teams, policy, start, end, c[2]), clusters,
+                        MAX_PARALLEL_REPORTS, "report")
+    reports: dict[str, CostReport] = {}
+    failed: dict[str, Exception] = {}
+    for (name, _, _), r in zip(clusters, made):
+        if isinstance(r, Exception):
+            log.warning("cost report of cluster %s failed: %s", name, r)
+            failed[name] = r
+        else:
+            reports[name] = r
     if not reports:
         raise next(iter(failed.values()))
     top = clusters[0][1].top_consumers

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -22,6 +21,7 @@ from actions.policy.rules import Policy
 from actions.policy.teams import TeamDirectory
 from actions.ports import ClusterReader, ClusterWriter, TelemetrySource
 from actions.pricing.book import PriceBook
+from actions.side_by_side import side_by_side
 from actions.text import one_line
 
 log = logging.getLogger(__name__)
@@ -87,18 +87,11 @@ def detect_clusters(
     stop) and named in the answer's ``unreachable``. Raises NoClusterAnswered when none could be
     read."""
 
-    def one(parts: ClusterParts) -> Detection | Exception:
-        try:
-            found = detect_with(parts.cluster.snapshot(now), parts.telemetry, prices, policy, teams, now)
-            return with_energy(found, parts.energy)
-        except Exception as e:  # noqa: BLE001 - one cluster's failure must not stop the others
-            return e
+    def one(parts: ClusterParts) -> Detection:
+        found = detect_with(parts.cluster.snapshot(now), parts.telemetry, prices, policy, teams, now)
+        return with_energy(found, parts.energy)
 
-    if len(clusters) == 1:
-        results = [one(clusters[0])]
-    else:
-        with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_CLUSTERS, len(clusters)), thread_name_prefix="cluster") as pool:
-            results = list(pool.map(one, clusters))
+    results = side_by_side(one, clusters, MAX_PARALLEL_CLUSTERS, "cluster")
     answered: dict[str, Detection] = {}
     unreachable: dict[str, str] = {}
     for parts, found in zip(clusters, results):
