@@ -110,8 +110,12 @@ def build_fleet_report(
     error when no report could be made, ValueError for no clusters."""
     if not clusters:
         raise ValueError("a fleet report needs at least one cluster")
-    made = side_by_side(lambda c: build_report(c[1], prices, teams, policy, start, end, c[2]), clusters,
-                        MAX_PARALLEL_REPORTS, "report")
+
+    def report(cluster: tuple[str, CostSetup, NodeReader | None]) -> CostReport:
+        _, setup, api_nodes = cluster
+        return build_report(setup, prices, teams, policy, start, end, api_nodes)
+
+    made = side_by_side(report, clusters, MAX_PARALLEL_REPORTS, "report")
     reports: dict[str, CostReport] = {}
     failed: dict[str, Exception] = {}
     for (name, _, _), r in zip(clusters, made):
