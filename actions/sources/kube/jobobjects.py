@@ -18,7 +18,7 @@ import msgspec
 from actions.kueue.quota import quantity
 from actions.model.kube import KubeObject, controller_of
 from actions.model.kueue import ClusterQueue, LocalQueue, ResourceFlavor
-from actions.sources.kube.objects import is_gpu_resource, owner_refs
+from actions.sources.kube.objects import is_gpu_resource, owner_refs, shared, shared_map
 from actions.sources.kube.structs import ListMeta, ObjectMeta, decode
 
 
@@ -160,14 +160,14 @@ def kube_object(obj: Owner, api_version: str = "", kind: str = "") -> KubeObject
     built-in kinds leave out."""
     meta = obj.metadata
     return KubeObject(
-        api_version=obj.api_version or api_version,
-        kind=obj.kind or kind,
-        namespace=meta.namespace,
+        api_version=shared(obj.api_version or api_version),
+        kind=shared(obj.kind or kind),
+        namespace=shared(meta.namespace),
         name=meta.name,
         uid=meta.uid,
         owners=owner_refs(meta),
-        labels=dict(meta.labels),
-        annotations=dict(meta.annotations),
+        labels=shared_map(meta.labels),
+        annotations=shared_map(meta.annotations),
         replicas=obj.spec.replicas,
         suspend=obj.spec.suspend,
         backoff_limit=obj.spec.backoff_limit,

@@ -41,6 +41,7 @@ import urllib3
 import urllib3.exceptions
 
 from actions.sources.kube import structs
+from actions.sources.kube.objects import shared
 
 log = logging.getLogger(__name__)
 
@@ -373,4 +374,4 @@ class Reflector(Generic[O, V]):
 
 def _key(obj: object) -> tuple[str, str]:
     meta = obj.metadata  # type: ignore[attr-defined]
-    return meta.namespace, meta.name
+    return shared(meta.namespace), meta.name

@@ -137,6 +137,29 @@ def test_synced_cache_equals_a_fresh_list_after_changes(kube, cache):
     assert cache.pods.lists == 1  # all of it from the watch
 
 
+def test_cached_pods_share_the_strings_they_repeat(kube, cache):
+    """A pod kept from the list and one kept from a watch event, in the same namespace on the
+    same node with the same labels, tolerations and owner kind, hold one copy of each of those
+    strings: the cache keeps tens of thousands of pods, and the copies were 16 MB of the 53 MB
+    one cluster of benchmarks/scale_fleet.py's fleet took."""
+    twin = _pod(kube, "ml-research", "llm-explore-0")
+    twin["metadata"] = {**twin["metadata"], "name": "llm-explore-b", "uid": "uid-b"}
+    kube.add(twin)
+    wait_for(lambda: _caught_up(kube, cache), "the cache to catch up")
+    pods, _ = cache.gpu_pods_and_tenants()
+    listed, watched = (next(p for p in pods if p.name == name) for name in ("llm-explore-0", "llm-explore-b"))
+    assert watched.namespace is listed.namespace and watched.node is listed.node and watched.node == "gpu-od-1"
+    assert watched.phase is listed.phase and watched.gpu_resource is listed.gpu_resource
+    assert listed.labels == watched.labels and len(listed.labels) == 6
+    for (k1, v1), (k2, v2) in zip(listed.labels.items(), watched.labels.items()):
+        assert k1 is k2 and v1 is v2, k1
+    assert [t.key for t in watched.tolerations] == ["nvidia.com/gpu", "node.kubernetes.io/not-ready"]
+    for t1, t2 in zip(listed.tolerations, watched.tolerations):
+        assert t1.key is t2.key and t1.operator is t2.operator and t1.effect is t2.effect
+    (o1,), (o2,) = listed.owners, watched.owners
+    assert o1.kind is o2.kind and o1.api_version is o2.api_version
+
+
 def test_owner_kinds_the_walk_lists_are_watched_too(kube):
     """A fleet's walk lists an owner kind it needs more than ``owner_list_above`` of (5,000 Kueue
     Jobs); with a cache it watches that kind instead of listing it every sweep."""
