@@ -88,8 +88,9 @@ def bot_child(workdir: str, prom_pid: int) -> dict:
     sys.modules["kubernetes_validate"] = None  # as installed: see benchmarks/sweep.py
     import bot.cli.main  # noqa: F401 - the CLI's own imports, as `gpu-cost-bot run` pays them
     from bot.settings import load_settings
-    from bot.wiring.jobs import sweep_for
+    from bot.wiring.jobs import alerts_for, sweep_for
     from bot.wiring.runtime import build_runtime, cluster_caches, keep_alive_to_exit
+    from bot.wiring.sources import kueue_by_cluster
 
     now = [FIRST_AT]
     settings = load_settings(Path(workdir) / "bot.yaml")
@@ -127,10 +128,17 @@ def bot_child(workdir: str, prom_pid: int) -> dict:
         if spy is not None:
             spy.send_signal(signal.SIGINT)
             spy.wait()
+        # The alerts job runs on the sweep's interval and reads each cluster's queues and idle
+        # findings afresh (Runtime.read_queues): part of what a round inside `run` costs.
+        job = alerts_for(rt, settings, kueue=kueue_by_cluster(settings))
+        c0, p0 = time.process_time(), proc_cpu(prom_pid)
+        counts = job.run(RUN_AT[-1])
+        alerts = {"cpu": time.process_time() - c0, "prom": proc_cpu(prom_pid) - p0, "counts": counts}
         rss = _status("VmRSS")
         for c in caches:
             c.stop()
-    return {"first": first, "sync": sync, "inside": inside, "rss_mb": rss, "peak_rss_mb": _status("VmHWM")}
+    return {"first": first, "sync": sync, "inside": inside, "alerts": alerts, "rss_mb": rss,
+            "peak_rss_mb": _status("VmHWM")}
 
 
 def _py_spy(out: str | None) -> subprocess.Popen | None:
@@ -179,6 +187,9 @@ def print_bot(label: str, r: dict, fakes_mb: float) -> None:
     for k in r["inside"]:
         print(f"   sweep inside run at {k['at']}: bot {k['cpu']:.2f} s CPU (detection {k['detect_cpu']:.2f}),"
               f" query engine {k['prom']:.2f} s CPU, {k['wall']:.1f} s wall, {k['findings']} findings")
+    a = r["alerts"]
+    print(f"   alerts job at {r['inside'][-1]['at']} (each cluster's queues and idle findings read again):"
+          f" bot {a['cpu']:.2f} s CPU, query engine {a['prom']:.2f} s CPU, {a['counts']}")
     print(f"   bot RSS {r['rss_mb']:.0f} MB with the caches, peak {r['peak_rss_mb']:.0f} MB;"
           f" the fake API servers {fakes_mb:.0f} MB (PSS, not the bot's); {load()}", flush=True)
 
