@@ -90,6 +90,11 @@ class Runtime:
     in the store once (:mod:`bot.runtime.identity`) so that reordering ``clusters:`` changes no
     key (None: the first). ``unreachable`` holds the clusters the last whole sweep could not read
     (cluster -> why), for the digests. A request acts on the cluster it names, never on another.
+
+    ``findings_reuse_seconds``: the queue views (:meth:`read_queues`: the alerts job, ``/gpu
+    queue``) take a cluster's idle findings from its latest detection when it was made within
+    this many seconds of the time asked, instead of detecting again (0: always detect). A
+    re-check before acting never does.
     """
 
     store: Store
@@ -116,6 +121,9 @@ class Runtime:
     # Callers asking for the same period at once (ten people typing /gpu cost) share one report,
     # also those whose command waited in the queue while it was computed.
     _reports: SingleFlight[CostReport] = field(default_factory=lambda: SingleFlight(keep_seconds=60), repr=False)
+    findings_reuse_seconds: float = 0.0
+    # Cluster name -> when its latest detection was made and its findings (keyed as a sweep keys them).
+    _latest: dict[str, tuple[datetime, list[Finding]]] = field(default_factory=dict, repr=False)
     _fleets: SingleFlight[FleetReport] = field(default_factory=lambda: SingleFlight(keep_seconds=60), repr=False)
 
     # --- what is idle, what waits ---------------------------------------------------------------
@@ -149,7 +157,9 @@ class Runtime:
             if cluster is not None and cluster != self.cluster_name:
                 raise UnknownCluster(self._unknown(cluster))
             found = detect_with(self.snapshot(now), self.telemetry, self.prices, self.policy, self.teams, now)
-            return with_energy(found, self.costs.energy if self.costs else None)
+            found = with_energy(found, self.costs.energy if self.costs else None)
+            self._latest[self.cluster_name] = (now, found.findings)
+            return found
         chosen = self.clusters if cluster is None else (self.parts(cluster),)
         unreachable: dict[str, str] = {}
 
@@ -163,13 +173,26 @@ class Runtime:
                 self.metrics.cluster_sweep_failed(name)
 
         try:
-            return detect_clusters(
+            found = detect_clusters(
                 chosen, self.home(), self.prices, self.policy, self.teams, now, on_failure=failed,
             )
         finally:
             if cluster is None:
                 # Also when none answered: the digests then name every one of them.
                 self.unreachable = unreachable
+        for c in chosen:
+            if c.name not in found.unreachable:
+                self._latest[c.name] = (now, [f for f in found.findings if f.cluster == c.name])
+        return found
+
+    def _recent_findings(self, cluster: str, now: datetime) -> list[Finding] | None:
+        """The findings of ``cluster``'s latest detection when it was made within
+        :attr:`findings_reuse_seconds` of ``now``; else None."""
+        kept = self._latest.get(cluster)
+        if self.findings_reuse_seconds <= 0 or kept is None:
+            return None
+        at, findings = kept
+        return findings if abs((now - at).total_seconds()) <= self.findings_reuse_seconds else None
 
     def detect(self, now: datetime, cluster: str | None = None) -> list[Finding]:
         """The idle findings at ``now`` (:meth:`detection`), as the re-check right before acting
@@ -317,8 +340,9 @@ class Runtime:
     def read_queues(
         self, now: datetime, team: str | None = None, cluster: str | None = None,
     ) -> tuple[ClusterSnapshot, list[Finding], QueueReport]:
-        """Read the cluster and telemetry at ``now``; return the snapshot, the idle findings
-        (empty, logged, when the telemetry cannot be read: the queues are still worth showing) and
+        """Read the cluster at ``now``; return the snapshot, the idle findings (its latest
+        detection's when made within :attr:`findings_reuse_seconds`, else detected from its
+        telemetry now; empty, logged, when that cannot be read: the queues are still worth showing) and
         the queue report (only ``team``'s queues when given). ``cluster`` names one of several
         clusters (default: the first). Raises ClusterReadError when the cluster cannot be read,
         UnknownCluster for a name not configured."""
@@ -334,15 +358,20 @@ class Runtime:
             if self.metrics:
                 self.metrics.kubernetes_error("read")
             raise
-        try:
-            found = detect_with(snapshot, telemetry, self.prices, self.policy, self.teams, now)
-            if name is not None:
-                # Keyed as the sweep keys them, so open requests are recognised.
-                found = in_cluster(found, name, first=name == self.home())
-            findings = found.findings
-        except Exception:  # noqa: BLE001 - queues without the idle context beat no queues
-            log.exception("telemetry at %s unreadable; queues shown without idle GPUs elsewhere", now.isoformat())
-            findings = []
+        # A bot of several asked for no cluster reads its first one unkeyed: no sweep's findings are.
+        recent = self._recent_findings(name or self.cluster_name, now) if name or not self.clusters else None
+        if recent is not None:
+            findings = recent
+        else:
+            try:
+                found = detect_with(snapshot, telemetry, self.prices, self.policy, self.teams, now)
+                if name is not None:
+                    # Keyed as the sweep keys them, so open requests are recognised.
+                    found = in_cluster(found, name, first=name == self.home())
+                findings = found.findings
+            except Exception:  # noqa: BLE001 - queues without the idle context beat no queues
+                log.exception("telemetry at %s unreadable; queues shown without idle GPUs elsewhere", now.isoformat())
+                findings = []
         positions = self.queue_positions(snapshot, reader)
         report = queue_report(
             snapshot, findings, self.teams, now, open_requests=self.open_request_ids(), team=team, positions=positions,

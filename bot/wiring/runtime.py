@@ -156,6 +156,9 @@ def build_runtime(
         home_cluster=home,
         advice_setup=advice_setup(settings, store=store),
         configured_budgets=tuple(b.budget() for b in settings.budgets),
+        # The alerts job runs beside the sweep on its own interval, often at the same moment: the
+        # latest finished sweep is then one interval old (and a minute, for the schedules' drift).
+        findings_reuse_seconds=settings.sweep.interval_seconds + 60,
         timeouts=ActionTimeouts(
             recheck=settings.actions.recheck_timeout_seconds,
             # The writer's GET and PATCH, each bounded by the timeout, up to three times on conflicts.

@@ -655,6 +655,44 @@ def test_alerts_read_every_cluster_and_one_down_does_not_silence_the_others(two_
 
 
 @pytest.mark.prometheus
+def test_alerts_take_the_idle_findings_of_the_sweep_before_them(tmp_path, shared_endpoint):
+    """The alerts job runs beside the sweep, on the same interval by default: it takes each
+    cluster's idle findings from the detection made within an interval (and a minute) of it
+    instead of reading every GPU's telemetry again, which cost as much as the sweep's own
+    detection (benchmarks/ten_clusters.py). With Prometheus cut after the sweep, the idle
+    on-demand alert still names both clusters' notebooks; past that age the findings must be
+    read afresh, which then fails (logged: the queues are still shown)."""
+    data = (DEMO / "cluster.json").read_bytes()
+    prometheus = TcpProxy(("127.0.0.1", int(shared_endpoint.rsplit(":", 1)[1])))
+    with FakeKubeApi.from_list_json(data) as east, FakeKubeApi.from_list_json(data) as west:
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", {"east": east.url, "west": west.url})
+        settings = load_settings(_fleet_config(
+            tmp_path, f"http://127.0.0.1:{prometheus.port}", kubeconfig, ["east", "west"]))
+        rt = build_runtime(settings, chat=ConsoleChat(io.StringIO()), clock=Clock(SWEEP_AT))
+        assert rt.findings_reuse_seconds == 900 + 60
+        swept = rt.detection(SWEEP_AT)
+        assert {f.cluster for f in swept.findings} == {"east", "west"}
+        prometheus.cut()
+        job = alerts_for(rt, settings)
+        within = SWEEP_AT + timedelta(seconds=960)
+
+        alerts, failed = job.evaluate(within, None)
+        idle = " ".join(a.text for a in alerts if a.text.startswith("On-demand GPUs idle"))
+        assert "ml-research/llm-explore in cluster east" in idle and "ml-research/llm-explore in cluster west" in idle
+        # Each cluster's queue-wait alert points at the idle notebook that could make room.
+        waits = [a.text for a in alerts if "training waits" in a.text]
+        assert len(waits) == 2 and all("research holds 1 idle H100 in notebooks" in w for w in waits)
+        assert failed == []
+        _, findings, _ = rt.read_queues(within, cluster="west")
+        assert findings == [f for f in swept.findings if f.cluster == "west"]
+
+        alerts, _ = job.evaluate(within + timedelta(seconds=1), None)
+        assert not any(a.text.startswith("On-demand GPUs idle") or "idle H100" in a.text for a in alerts)
+        assert rt.read_queues(within + timedelta(seconds=1), cluster="west")[1] == []
+    prometheus.close()
+
+
+@pytest.mark.prometheus
 def test_the_usage_ledger_keeps_each_cluster_apart(report_config):
     """``ledger backfill --cluster west`` rolls up west's series alone (the shared endpoint
     narrowed to cluster="west"); west's report from the ledger then equals west's report from
