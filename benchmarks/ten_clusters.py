@@ -128,8 +128,8 @@ def bot_child(workdir: str, prom_pid: int) -> dict:
         if spy is not None:
             spy.send_signal(signal.SIGINT)
             spy.wait()
-        # The alerts job runs on the sweep's interval and reads each cluster's queues and idle
-        # findings afresh (Runtime.read_queues): part of what a round inside `run` costs.
+        # The alerts job runs on the sweep's interval: each cluster's queues read, its idle findings
+        # the sweep's (Runtime.read_queues); part of what a round inside `run` costs.
         job = alerts_for(rt, settings, kueue=kueue_by_cluster(settings))
         c0, p0 = time.process_time(), proc_cpu(prom_pid)
         counts = job.run(RUN_AT[-1])
@@ -188,7 +188,7 @@ def print_bot(label: str, r: dict, fakes_mb: float) -> None:
         print(f"   sweep inside run at {k['at']}: bot {k['cpu']:.2f} s CPU (detection {k['detect_cpu']:.2f}),"
               f" query engine {k['prom']:.2f} s CPU, {k['wall']:.1f} s wall, {k['findings']} findings")
     a = r["alerts"]
-    print(f"   alerts job at {r['inside'][-1]['at']} (each cluster's queues and idle findings read again):"
+    print(f"   alerts job at {r['inside'][-1]['at']} (each cluster's queues read, the sweep's findings):"
           f" bot {a['cpu']:.2f} s CPU, query engine {a['prom']:.2f} s CPU, {a['counts']}")
     print(f"   bot RSS {r['rss_mb']:.0f} MB with the caches, peak {r['peak_rss_mb']:.0f} MB;"
           f" the fake API servers {fakes_mb:.0f} MB (PSS, not the bot's); {load()}", flush=True)
