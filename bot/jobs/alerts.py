@@ -27,6 +27,7 @@ from actions.model.snapshot import ClusterSnapshot
 from actions.model.times import utc_now
 from actions.policy.teams import TeamDirectory
 from actions.sources.prometheus.kueue import KueueMetrics
+from actions.store import bulk as store_bulk
 from actions.store.database import Store
 from actions.text import one_line
 from bot.chat.approve_all import remember as remember_approve_all
@@ -156,7 +157,7 @@ class AlertsJob:
             failed.append(f"{where}Kubernetes API: {one_line(e)}")
         else:
             nodes = snapshot.nodes
-            open_requests = {r.key: r.id for r in self.store.list_requests(states=["proposed"]) if r.id is not None}
+            open_requests = {r.key: r.id for r in store_bulk.keys_in_state(self.store, "proposed")}
             plans = {}
             for p in report.pending:
                 plan = plan_freeing(p, found, open_requests) if p.waiting_seconds > cfg.queue_wait_seconds else None

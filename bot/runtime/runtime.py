@@ -35,6 +35,7 @@ from actions.ports import ClusterReader, ClusterWriter, TelemetrySource
 from actions.pricing.book import PriceBook
 from actions.remedy.patches import ExecutorError
 from actions.sources.kube.reader import ClusterReadError
+from actions.store import bulk as store_bulk
 from actions.store.database import Store
 from actions.text import one_line
 from bot.runtime.budgets import hold_refusal
@@ -335,7 +336,8 @@ class Runtime:
 
     def open_request_ids(self) -> dict[str, int]:
         """Finding key -> id of its ActionRequest awaiting approval."""
-        return {r.key: r.id for r in self.store.list_requests(states=["proposed"]) if r.id is not None}
+        # Keys and ids alone: a fleet holds thousands of proposals, each with its finding's JSON.
+        return {r.key: r.id for r in store_bulk.keys_in_state(self.store, "proposed")}
 
     def read_queues(
         self, now: datetime, team: str | None = None, cluster: str | None = None,
