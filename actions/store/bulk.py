@@ -60,6 +60,12 @@ def keys_in_state(store: Store, state: str) -> list[sa.Row]:
         return list(connection.execute(query).all())
 
 
+def proposed_ids(store: Store) -> dict[str, int]:
+    """Finding key -> id of its request awaiting approval (``proposed``), from keys and ids alone: a
+    fleet holds thousands of proposals, each with its finding's JSON."""
+    return {r.key: r.id for r in keys_in_state(store, "proposed")}
+
+
 def requests_by_id(store: Store, ids: Iterable[int]) -> dict[int, ActionRequest]:
     """:meth:`Store.get` for many ids: id -> request, ids of no request absent."""
     wanted = sorted(set(ids))

@@ -157,7 +157,7 @@ class AlertsJob:
             failed.append(f"{where}Kubernetes API: {one_line(e)}")
         else:
             nodes = snapshot.nodes
-            open_requests = {r.key: r.id for r in store_bulk.keys_in_state(self.store, "proposed")}
+            open_requests = store_bulk.proposed_ids(self.store)
             plans = {}
             for p in report.pending:
                 plan = plan_freeing(p, found, open_requests) if p.waiting_seconds > cfg.queue_wait_seconds else None

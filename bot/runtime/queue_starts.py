@@ -15,6 +15,7 @@ from actions.kueue.queues import QueueReport
 from actions.kueue.starts import with_starts
 from actions.model.findings import Finding
 from actions.model.snapshot import ClusterSnapshot
+from actions.store import bulk as store_bulk
 from actions.store.ledger_runs import LedgerRuns
 from bot.runtime.runtime import Runtime
 
@@ -57,5 +58,5 @@ class QueueStarts:
             runs = {}
         quotas = self.quotas(snapshot) if self.quotas else None
         report = with_starts(report, snapshot, runs, quotas=quotas, findings=findings,
-                             open_requests=self.rt.open_request_ids())
+                             open_requests=store_bulk.proposed_ids(self.rt.store))
         return snapshot, findings, report

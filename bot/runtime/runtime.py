@@ -41,6 +41,8 @@ from actions.text import one_line
 from bot.runtime.budgets import hold_refusal
 from bot.runtime.chat import Chat
 from bot.runtime.clusters import ClusterParts, advice_of_clusters, detect_clusters, detect_with
+from bot.runtime.latest import LatestFindings
+from bot.runtime.visibility import queue_positions
 from bot.service.metrics import BotMetrics
 from bot.service.process import ActionsInFlight
 from bot.service.work import SingleFlight
@@ -92,10 +94,7 @@ class Runtime:
     key (None: the first). ``unreachable`` holds the clusters the last whole sweep could not read
     (cluster -> why), for the digests. A request acts on the cluster it names, never on another.
 
-    ``findings_reuse_seconds``: the queue views (:meth:`read_queues`: the alerts job, ``/gpu
-    queue``) take a cluster's idle findings from its latest detection when it was made within
-    this many seconds of the time asked, instead of detecting again (0: always detect). A
-    re-check before acting never does.
+    ``latest`` keeps each cluster's latest findings, for :meth:`read_queues`.
     """
 
     store: Store
@@ -122,9 +121,7 @@ class Runtime:
     # Callers asking for the same period at once (ten people typing /gpu cost) share one report,
     # also those whose command waited in the queue while it was computed.
     _reports: SingleFlight[CostReport] = field(default_factory=lambda: SingleFlight(keep_seconds=60), repr=False)
-    findings_reuse_seconds: float = 0.0
-    # Cluster name -> when its latest detection was made and its findings (keyed as a sweep keys them).
-    _latest: dict[str, tuple[datetime, list[Finding]]] = field(default_factory=dict, repr=False)
+    latest: LatestFindings = field(default_factory=LatestFindings)
     _fleets: SingleFlight[FleetReport] = field(default_factory=lambda: SingleFlight(keep_seconds=60), repr=False)
 
     # --- what is idle, what waits ---------------------------------------------------------------
@@ -159,7 +156,7 @@ class Runtime:
                 raise UnknownCluster(self._unknown(cluster))
             found = detect_with(self.snapshot(now), self.telemetry, self.prices, self.policy, self.teams, now)
             found = with_energy(found, self.costs.energy if self.costs else None)
-            self._latest[self.cluster_name] = (now, found.findings)
+            self.latest.keep(self.cluster_name, now, found.findings)
             return found
         chosen = self.clusters if cluster is None else (self.parts(cluster),)
         unreachable: dict[str, str] = {}
@@ -181,19 +178,8 @@ class Runtime:
             if cluster is None:
                 # Also when none answered: the digests then name every one of them.
                 self.unreachable = unreachable
-        for c in chosen:
-            if c.name not in found.unreachable:
-                self._latest[c.name] = (now, [f for f in found.findings if f.cluster == c.name])
+        self.latest.keep_fleet([c.name for c in chosen], now, found)
         return found
-
-    def _recent_findings(self, cluster: str, now: datetime) -> list[Finding] | None:
-        """The findings of ``cluster``'s latest detection when it was made within
-        :attr:`findings_reuse_seconds` of ``now``; else None."""
-        kept = self._latest.get(cluster)
-        if self.findings_reuse_seconds <= 0 or kept is None:
-            return None
-        at, findings = kept
-        return findings if abs((now - at).total_seconds()) <= self.findings_reuse_seconds else None
 
     def detect(self, now: datetime, cluster: str | None = None) -> list[Finding]:
         """The idle findings at ``now`` (:meth:`detection`), as the re-check right before acting
@@ -334,16 +320,11 @@ class Runtime:
         setup = self.advice_setup
         return gather_advice(self.snapshot(now), setup.history, self.prices, self.policy, setup.policy, self.teams, now, team=team)
 
-    def open_request_ids(self) -> dict[str, int]:
-        """Finding key -> id of its ActionRequest awaiting approval."""
-        # Keys and ids alone: a fleet holds thousands of proposals, each with its finding's JSON.
-        return {r.key: r.id for r in store_bulk.keys_in_state(self.store, "proposed")}
-
     def read_queues(
         self, now: datetime, team: str | None = None, cluster: str | None = None,
     ) -> tuple[ClusterSnapshot, list[Finding], QueueReport]:
         """Read the cluster at ``now``; return the snapshot, the idle findings (its latest
-        detection's when made within :attr:`findings_reuse_seconds`, else detected from its
+        detection's when made within ``latest.reuse_seconds``, else detected from its
         telemetry now; empty, logged, when that cannot be read: the queues are still worth showing) and
         the queue report (only ``team``'s queues when given). ``cluster`` names one of several
         clusters (default: the first). Raises ClusterReadError when the cluster cannot be read,
@@ -361,7 +342,7 @@ class Runtime:
                 self.metrics.kubernetes_error("read")
             raise
         # A bot of several asked for no cluster reads its first one unkeyed: no sweep's findings are.
-        recent = self._recent_findings(name or self.cluster_name, now) if name or not self.clusters else None
+        recent = self.latest.near(name or self.cluster_name, now) if name or not self.clusters else None
         if recent is not None:
             findings = recent
         else:
@@ -374,30 +355,11 @@ class Runtime:
             except Exception:  # noqa: BLE001 - queues without the idle context beat no queues
                 log.exception("telemetry at %s unreadable; queues shown without idle GPUs elsewhere", now.isoformat())
                 findings = []
-        positions = self.queue_positions(snapshot, reader)
+        positions = queue_positions(snapshot, reader)
         report = queue_report(
-            snapshot, findings, self.teams, now, open_requests=self.open_request_ids(), team=team, positions=positions,
+            snapshot, findings, self.teams, now, open_requests=store_bulk.proposed_ids(self.store), team=team, positions=positions,
         )
         return snapshot, findings, report
-
-    def queue_positions(self, snapshot: ClusterSnapshot, reader: ClusterReader | None = None) -> dict:
-        """Where each pending Workload stands in its ClusterQueue, from Kueue's visibility API
-        when the cluster reader (default: the first cluster's) offers it (a kubectl dump does
-        not); empty, logged, when it cannot be read: the queues are still worth showing without
-        positions."""
-        reader = getattr(reader or self.cluster, "queue_positions", None)
-        if reader is None:
-            return {}
-        by_lq = {(q.namespace, q.name): q.cluster_queue for q in snapshot.local_queues}
-        cqs = sorted({
-            by_lq[(w.namespace, w.queue_name)] for w in snapshot.workloads
-            if not w.admitted and w.active and not w.finished and (w.namespace, w.queue_name) in by_lq
-        })
-        try:
-            return reader(cqs)
-        except Exception:  # noqa: BLE001 - positions are context; the queue report stands without them
-            log.exception("Kueue's visibility API unreadable at %s; positions unknown", snapshot.taken_at.isoformat())
-            return {}
 
     # --- who may do what ------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from bot.jobs import sweep
 from bot.runtime.chat import Chat
 from bot.runtime.clusters import detect_clusters, detect_with
 from bot.runtime.identity import settle_home_cluster
+from bot.runtime.latest import LatestFindings
 from bot.runtime.prices import ReloadingPriceBook, price_book
 from bot.runtime.runtime import ActionTimeouts, Runtime
 from bot.service.metrics import BotMetrics
@@ -158,7 +159,7 @@ def build_runtime(
         configured_budgets=tuple(b.budget() for b in settings.budgets),
         # The alerts job runs beside the sweep on its own interval, often at the same moment: the
         # latest finished sweep is then one interval old (and a minute, for the schedules' drift).
-        findings_reuse_seconds=settings.sweep.interval_seconds + 60,
+        latest=LatestFindings(reuse_seconds=settings.sweep.interval_seconds + 60),
         timeouts=ActionTimeouts(
             recheck=settings.actions.recheck_timeout_seconds,
             # The writer's GET and PATCH, each bounded by the timeout, up to three times on conflicts.

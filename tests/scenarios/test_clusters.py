@@ -669,7 +669,7 @@ def test_alerts_take_the_idle_findings_of_the_sweep_before_them(tmp_path, shared
         settings = load_settings(_fleet_config(
             tmp_path, f"http://127.0.0.1:{prometheus.port}", kubeconfig, ["east", "west"]))
         rt = build_runtime(settings, chat=ConsoleChat(io.StringIO()), clock=Clock(SWEEP_AT))
-        assert rt.findings_reuse_seconds == 900 + 60
+        assert rt.latest.reuse_seconds == 900 + 60
         swept = rt.detection(SWEEP_AT)
         assert {f.cluster for f in swept.findings} == {"east", "west"}
         prometheus.cut()

@@ -18,7 +18,8 @@ import msgspec
 from actions.kueue.quota import quantity
 from actions.model.kube import KubeObject, controller_of
 from actions.model.kueue import ClusterQueue, LocalQueue, ResourceFlavor
-from actions.sources.kube.objects import is_gpu_resource, owner_refs, shared, shared_map
+from actions.sources.kube.objects import is_gpu_resource, owner_refs
+from actions.sources.kube.shared_strings import shared, shared_map
 from actions.sources.kube.structs import ListMeta, ObjectMeta, decode
 
 

@@ -10,7 +10,6 @@ Everything here is pure: bytes in, ``actions.model`` objects out. Malformed inpu
 from __future__ import annotations
 
 import dataclasses
-import sys
 from datetime import datetime
 from typing import Iterable, Mapping
 
@@ -31,6 +30,7 @@ from actions.model.kube import (
     Toleration,
 )
 from actions.model.kueue import Workload
+from actions.sources.kube.shared_strings import shared, shared_map
 from actions.sources.kube.structs import (
     FINISHED_PHASES,
     NAMESPACE_PAGE,
@@ -163,23 +163,6 @@ def _count(value: Quantity, resource: str, where: str) -> int:
         return int(str(value).strip())
     except ValueError:
         raise ValueError(f"{where}: {resource} quantity {value!r} is not a whole number") from None
-
-
-def shared(value: str) -> str:
-    """``value`` as the one string object equal to it (``sys.intern``).
-
-    The watch cache keeps each pod, node and owner for as long as it lives, and tens of thousands
-    of them repeat the same namespace, node, label, annotation, owner kind and toleration strings;
-    each decoded copy costs some 60 bytes: 16 MB of the 53 MB one cluster's pods and nodes took
-    (benchmarks/scale_fleet.py's fleet: 50,000 pods, 10,000 of them GPU pods). Unique strings
-    (names, UIDs) are left as decoded."""
-    return sys.intern(value)
-
-
-def shared_map(mapping: Mapping[str, str]) -> dict[str, str]:
-    """A copy of ``mapping`` (labels, annotations, a selector) with its keys and values
-    :func:`shared`."""
-    return {sys.intern(k): sys.intern(v) for k, v in mapping.items()}
 
 
 def containers_devices(containers: Iterable[Container], where: str) -> dict[str, int]:

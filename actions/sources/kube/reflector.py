@@ -41,7 +41,7 @@ import urllib3
 import urllib3.exceptions
 
 from actions.sources.kube import structs
-from actions.sources.kube.objects import shared
+from actions.sources.kube.shared_strings import shared
 
 log = logging.getLogger(__name__)
 
