@@ -4,7 +4,8 @@
    each behind its own wire-level FakeKubeApi in a process of its own, the test fleet of
    benchmarks/scale_fleet.py). The bot runs in a fresh process as ``run`` builds it (watch caches
    of every cluster): a first sweep with an empty store, the caches started and synced, then
-   sweeps every 15 minutes (``sweep.interval_seconds`` 900) as ``run`` makes them: CPU seconds of
+   sweeps every 15 minutes (``sweep.interval_seconds`` 900) as ``run`` makes them, and the alerts job
+   at the last one's time (it takes each cluster's findings from that sweep): CPU seconds of
    the bot's process (its own threads included, the fakes not), the query engine's CPU (utime +
    stime from /proc), peak RSS (VmHWM). One machine cannot hold 100,000 GPUs of history in one
    Prometheus (promtool and the server's memory), so at --gpus each cluster's queries are

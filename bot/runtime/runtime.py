@@ -118,10 +118,10 @@ class Runtime:
     unreachable: dict[str, str] = field(default_factory=dict)
     advice_setup: AdviceSetup | None = None
     configured_budgets: tuple[Budget, ...] = ()  # the config's budgets: (bot.runtime.budgets)
+    latest: LatestFindings = field(default_factory=LatestFindings)
     # Callers asking for the same period at once (ten people typing /gpu cost) share one report,
     # also those whose command waited in the queue while it was computed.
     _reports: SingleFlight[CostReport] = field(default_factory=lambda: SingleFlight(keep_seconds=60), repr=False)
-    latest: LatestFindings = field(default_factory=LatestFindings)
     _fleets: SingleFlight[FleetReport] = field(default_factory=lambda: SingleFlight(keep_seconds=60), repr=False)
 
     # --- what is idle, what waits ---------------------------------------------------------------
@@ -357,7 +357,8 @@ class Runtime:
                 findings = []
         positions = queue_positions(snapshot, reader)
         report = queue_report(
-            snapshot, findings, self.teams, now, open_requests=store_bulk.proposed_ids(self.store), team=team, positions=positions,
+            snapshot, findings, self.teams, now, open_requests=store_bulk.proposed_ids(self.store), team=team,
+            positions=positions,
         )
         return snapshot, findings, report
 
