@@ -8,13 +8,9 @@ from typing import Mapping
 
 
 def shared(value: str) -> str:
-    """``value`` as the one string object equal to it (``sys.intern``).
-
-    The watch cache keeps each pod, node and owner for as long as it lives, and tens of thousands
-    of them repeat the same namespace, node, label, annotation, owner kind and toleration strings;
-    each decoded copy costs some 60 bytes: 16 MB of the 53 MB one cluster's pods and nodes took
-    (benchmarks/scale_fleet.py's fleet: 50,000 pods, 10,000 of them GPU pods). Unique strings
-    (names, UIDs) are left as decoded."""
+    """``value`` as the one string object equal to it (``sys.intern``). Each decoded copy costs
+    some 60 bytes: 16 MB of the 53 MB one cluster's pods and nodes took (benchmarks/scale_fleet.py's
+    fleet: 50,000 pods, 10,000 of them GPU pods). Unique strings (names, UIDs) are left as decoded."""
     return sys.intern(value)
 
 
